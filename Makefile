@@ -1,0 +1,25 @@
+# Entry points. Each target runs what it needs first, so on a fresh Debian
+# machine `make demo` and `make test` work directly (as root, or with sudo).
+
+CARGO ?= cargo
+
+.PHONY: all setup build test demo clean
+
+all: build
+
+# Debian packages, hugepages (or the --no-huge fallback) -> build/eal-mem.env
+setup:
+	bash scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release --workspace
+
+test: build
+	$(CARGO) test --release --workspace
+
+demo: build
+	bash scripts/demo.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf build

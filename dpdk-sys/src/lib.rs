@@ -1,0 +1,36 @@
+//! Raw FFI bindings to the system DPDK (>= 22.11, found with pkg-config).
+//!
+//! * [`bindings`] (re-exported at the crate root): bindgen's view of the DPDK
+//!   headers listed in `csrc/wrapper.h`. DPDK's `static inline` API
+//!   (`rte_mempool_get_bulk`, `rte_pktmbuf_alloc`, `rte_eth_rx_burst`, ...) is
+//!   callable through C wrappers that bindgen generates and the build compiles.
+//! * [`lcore_id`], [`socket_id`], [`errno`], [`set_errno`]: accessors for the
+//!   per-lcore (thread-local) variables that bindgen cannot bind.
+//!
+//! The crate links the DPDK shared libraries dynamically, never a static copy.
+//! Its build script exports `DEP_DPDK_CFLAGS` (the full `pkg-config --cflags
+//! libdpdk`, space-separated), `DEP_DPDK_INCLUDE` (`:`-separated) and
+//! `DEP_DPDK_VERSION` to the build scripts of crates that depend on it and
+//! compile C of their own; such C needs `-DALLOW_EXPERIMENTAL_API` to call
+//! DPDK's experimental functions without deprecation warnings.
+
+mod shim;
+
+pub use bindings::*;
+pub use shim::{errno, lcore_id, set_errno, socket_id};
+
+/// Everything bindgen generated from `csrc/wrapper.h`.
+#[allow(
+    non_camel_case_types,
+    non_upper_case_globals,
+    non_snake_case,
+    dead_code,
+    improper_ctypes,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+pub mod bindings {
+    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+}

@@ -1,0 +1,223 @@
+//! Pool configuration and the pure layout function: every byte of the pool's
+//! single shared block is placed here, before any memory exists, so the glue
+//! can reserve it (`rte_zmalloc`, a memzone) and every process finds each
+//! part at the same offset.
+//!
+//! # Block layout
+//! ```text
+//! 0               PoolCore header (config + magic, shared counters, chunk
+//!                 table header, DMA header, shutdown state, validation
+//!                 counters; each group on its own cache lines)
+//! ring_offset     PtrRing header + slots, capacity = objects
+//! caches_offset   max_lcores × lcore cache (padded header + cache_size slots)
+//! chunks_offset   max_chunks × chunk record
+//! order_offset    max_chunks × u32 (record ids sorted by address)
+//! devices_offset  max_devices × device slot
+//! bitmap_offset   ⌈objects / 64⌉ × u64 home bitmap (validation only)
+//! ```
+//!
+//! # Cache sizing rule
+//! * Default: `min(128, ⌊objects / (1.5 × max_lcores)⌋)`: page_pool's 128 at
+//!   most, and all caches together hold at most two thirds of the pool, so
+//!   at least a third is always in the ring for whoever asks. It may be 0
+//!   (small pool, many lcores): every operation then uses the ring.
+//! * Explicit: `cache_size <= ⌊objects / 1.5⌋` (DPDK's own rule for its
+//!   mempool cache) and `cache_size <= 512` (`RTE_MEMPOOL_CACHE_MAX_SIZE`).
+
+use crate::dma;
+use crate::error::PoolError;
+use crate::iova;
+use crate::lcore_cache;
+use crate::pool::PoolCore;
+use crate::ptr_ring::{RingLayout, MAX_CAPACITY};
+use crate::shutdown::{DEFAULT_RETRY_PERIOD_NS, DEFAULT_WARN_PERIOD_NS};
+use crate::validation;
+
+/// DPDK's `RTE_MAX_LCORE` in Debian's build: the default cache array size.
+pub const DEFAULT_MAX_LCORES: u32 = 128;
+/// Largest `max_lcores` accepted.
+pub const MAX_LCORES: u32 = 1024;
+/// Largest default cache (page_pool's alloc cache size).
+pub const DEFAULT_CACHE_CAP: usize = 128;
+/// Largest cache accepted (DPDK's `RTE_MEMPOOL_CACHE_MAX_SIZE`).
+pub const MAX_CACHE_SIZE: usize = 512;
+/// Default bound on chunk records.
+pub const DEFAULT_MAX_CHUNKS: usize = 256;
+/// Largest `max_chunks` accepted.
+pub const MAX_CHUNKS: usize = 1 << 16;
+/// Default bound on DMA devices.
+pub const DEFAULT_MAX_DEVICES: usize = 8;
+/// Largest `max_devices` accepted.
+pub const MAX_DEVICES: usize = 64;
+
+/// What the caller asks for. [`PoolConfig::new`] gives the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Objects the pool holds (DPDK's `mp->size`); the ring holds them all.
+    pub objects: usize,
+    /// Lcore ids `0..max_lcores` get a cache; any other id (including
+    /// `LCORE_ID_ANY = u32::MAX`) uses the ring directly.
+    pub max_lcores: u32,
+    /// Objects per lcore cache; `None` for the default rule (module doc).
+    pub cache_size: Option<usize>,
+    /// Bound on chunk records of the IOVA table.
+    pub max_chunks: usize,
+    /// Bound on devices the pool can be DMA-mapped for.
+    pub max_devices: usize,
+    /// Validation mode (rejects foreign pointers and double frees).
+    pub validate: bool,
+    /// Suggested delay between polls while draining (ns).
+    pub retry_period_ns: u64,
+    /// Delay between "stalled shutdown" warnings (ns).
+    pub warn_period_ns: u64,
+}
+
+impl PoolConfig {
+    /// Defaults for a pool of `objects` objects.
+    pub const fn new(objects: usize) -> PoolConfig {
+        PoolConfig {
+            objects,
+            max_lcores: DEFAULT_MAX_LCORES,
+            cache_size: None,
+            max_chunks: DEFAULT_MAX_CHUNKS,
+            max_devices: DEFAULT_MAX_DEVICES,
+            validate: false,
+            retry_period_ns: DEFAULT_RETRY_PERIOD_NS,
+            warn_period_ns: DEFAULT_WARN_PERIOD_NS,
+        }
+    }
+
+    /// The default cache size: `min(128, ⌊objects / (1.5 × max_lcores)⌋)`.
+    pub const fn default_cache_size(objects: usize, max_lcores: u32) -> usize {
+        if max_lcores == 0 {
+            return 0;
+        }
+        let c = objects.saturating_mul(2) / (3 * max_lcores as usize);
+        if c < DEFAULT_CACHE_CAP {
+            c
+        } else {
+            DEFAULT_CACHE_CAP
+        }
+    }
+
+    /// The largest explicit cache size: `min(512, ⌊objects / 1.5⌋)`.
+    pub const fn max_cache_size(objects: usize) -> usize {
+        let c = objects.saturating_mul(2) / 3;
+        if c < MAX_CACHE_SIZE {
+            c
+        } else {
+            MAX_CACHE_SIZE
+        }
+    }
+
+    /// The cache size this configuration resolves to.
+    pub fn resolved_cache_size(&self) -> Result<usize, PoolError> {
+        match self.cache_size {
+            None => Ok(Self::default_cache_size(self.objects, self.max_lcores)),
+            Some(c) => {
+                let max = Self::max_cache_size(self.objects);
+                if c > max {
+                    Err(PoolError::BadConfig {
+                        what: "cache_size",
+                        value: c,
+                        min: 0,
+                        max,
+                    })
+                } else {
+                    Ok(c)
+                }
+            }
+        }
+    }
+
+    /// Places every part of the pool in one block.
+    pub fn layout(&self) -> Result<PoolLayout, PoolError> {
+        let check = |what, value: usize, min, max| {
+            if value < min || value > max {
+                Err(PoolError::BadConfig {
+                    what,
+                    value,
+                    min,
+                    max,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        check("objects", self.objects, 1, MAX_CAPACITY)?;
+        check("max_lcores", self.max_lcores as usize, 0, MAX_LCORES as usize)?;
+        check("max_chunks", self.max_chunks, 1, MAX_CHUNKS)?;
+        check("max_devices", self.max_devices, 0, MAX_DEVICES)?;
+        let cache_size = self.resolved_cache_size()?;
+        // Capacity = objects: putting back every object always succeeds.
+        let ring = RingLayout::for_capacity(self.objects).ok_or(PoolError::BadConfig {
+            what: "objects",
+            value: self.objects,
+            min: 1,
+            max: MAX_CAPACITY,
+        })?;
+
+        let header = core::mem::size_of::<PoolCore>();
+        let ring_offset = header.next_multiple_of(ring.align);
+        let lcore_stride = lcore_cache::stride(cache_size);
+        let caches_offset = (ring_offset + ring.bytes).next_multiple_of(lcore_cache::CACHE_ALIGN);
+        let chunks_offset =
+            (caches_offset + lcore_stride * self.max_lcores as usize).next_multiple_of(iova::ENTRY_ALIGN);
+        let order_offset = (chunks_offset + iova::entries_bytes(self.max_chunks)).next_multiple_of(8);
+        let devices_offset = (order_offset + iova::order_bytes(self.max_chunks)).next_multiple_of(dma::SLOT_ALIGN);
+        let bitmap_offset = (devices_offset + dma::slots_bytes(self.max_devices)).next_multiple_of(8);
+        let bitmap_words = validation::bitmap_words(self.objects, self.validate);
+        let align = core::mem::align_of::<PoolCore>()
+            .max(ring.align)
+            .max(lcore_cache::CACHE_ALIGN);
+        let bytes = (bitmap_offset + bitmap_words * 8).next_multiple_of(align);
+        Ok(PoolLayout {
+            config: *self,
+            cache_size,
+            ring,
+            ring_offset,
+            caches_offset,
+            lcore_stride,
+            chunks_offset,
+            order_offset,
+            devices_offset,
+            bitmap_offset,
+            bitmap_words,
+            bytes,
+            align,
+        })
+    }
+}
+
+/// Where everything lies in the pool's block. Pure data: compute it with
+/// [`PoolConfig::layout`], reserve `bytes` aligned to `align`, then
+/// `PoolCore::init`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolLayout {
+    /// The configuration it was computed from.
+    pub config: PoolConfig,
+    /// Resolved per-lcore cache size.
+    pub cache_size: usize,
+    /// The ring's layout (capacity = `objects`).
+    pub ring: RingLayout,
+    /// Offset of the ring.
+    pub ring_offset: usize,
+    /// Offset of lcore 0's cache.
+    pub caches_offset: usize,
+    /// Bytes per lcore cache.
+    pub lcore_stride: usize,
+    /// Offset of the chunk records.
+    pub chunks_offset: usize,
+    /// Offset of the chunk order array.
+    pub order_offset: usize,
+    /// Offset of the device slots.
+    pub devices_offset: usize,
+    /// Offset of the validation bitmap.
+    pub bitmap_offset: usize,
+    /// Words of the validation bitmap (0 when off).
+    pub bitmap_words: usize,
+    /// Total bytes of the block.
+    pub bytes: usize,
+    /// Alignment of the block.
+    pub align: usize,
+}

@@ -1,0 +1,522 @@
+//! Address newtypes and the IOVA table: the memory chunks a pool is populated
+//! from, each recorded once with its virtual range, IOVA and the run of
+//! objects laid in it.
+//!
+//! Lookups (`find`, and through it the pool's `iova_of` / `owns`) are
+//! lockless binary searches, O(log chunks). Records are append-only and never
+//! change once published; only the sorted order array is rewritten on
+//! insertion, under a sequence counter that readers re-check.
+//!
+//! The table lives in the pool's shared block: a [`ChunkTable`] header, then
+//! `max_chunks` [`ChunkEntry`] records and `max_chunks` order slots, located
+//! by offsets relative to the header (no pointers).
+
+use core::fmt;
+
+use crate::error::PoolError;
+use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering, SpinLock};
+
+/// DPDK's `RTE_BAD_IOVA`: "this memory has no IOVA".
+pub const BAD_IOVA: u64 = u64::MAX;
+
+/// A virtual address in the (shared) address space of the processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
+pub struct VirtAddr(pub usize);
+
+impl VirtAddr {
+    /// The address of a pointer.
+    #[inline]
+    pub fn of<T>(p: *const T) -> VirtAddr {
+        VirtAddr(p as usize)
+    }
+
+    /// The address as a raw pointer.
+    #[inline]
+    pub fn as_ptr<T>(self) -> *mut T {
+        self.0 as *mut T
+    }
+
+    /// `self + off`, or `None` on overflow.
+    #[inline]
+    pub fn checked_add(self, off: usize) -> Option<VirtAddr> {
+        self.0.checked_add(off).map(VirtAddr)
+    }
+
+    /// Bytes from `base` up to `self`, or `None` if `self < base`.
+    #[inline]
+    pub fn offset_from(self, base: VirtAddr) -> Option<usize> {
+        self.0.checked_sub(base.0)
+    }
+}
+
+impl fmt::Display for VirtAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "va {:#x}", self.0)
+    }
+}
+
+/// An I/O virtual address: what a device uses to reach memory. Never mixed
+/// with a [`VirtAddr`] by accident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct Iova(pub u64);
+
+impl Iova {
+    /// `None` for DPDK's [`BAD_IOVA`], the IOVA otherwise.
+    #[inline]
+    pub fn from_raw(raw: u64) -> Option<Iova> {
+        (raw != BAD_IOVA).then_some(Iova(raw))
+    }
+
+    /// The raw value, [`BAD_IOVA`] for `None`.
+    #[inline]
+    pub fn to_raw(iova: Option<Iova>) -> u64 {
+        iova.map_or(BAD_IOVA, |i| i.0)
+    }
+}
+
+impl fmt::Display for Iova {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "iova {:#x}", self.0)
+    }
+}
+
+/// A range of virtual memory, `[start, start + len)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VirtRange {
+    /// First byte.
+    pub start: VirtAddr,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl VirtRange {
+    /// The range `[start, start + len)`.
+    pub fn new(start: VirtAddr, len: usize) -> VirtRange {
+        VirtRange { start, len }
+    }
+
+    /// One past the last byte (saturating).
+    #[inline]
+    pub fn end(&self) -> usize {
+        self.start.0.saturating_add(self.len)
+    }
+
+    /// Whether `a` lies in the range.
+    #[inline]
+    pub fn contains(&self, a: VirtAddr) -> bool {
+        a.0 >= self.start.0 && a.0 < self.end()
+    }
+
+    /// Whether the two ranges share a byte.
+    #[inline]
+    pub fn overlaps(&self, o: &VirtRange) -> bool {
+        self.start.0 < o.end() && o.start.0 < self.end()
+    }
+}
+
+impl fmt::Display for VirtRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "va [{:#x}, {:#x})", self.start.0, self.end())
+    }
+}
+
+/// A range of I/O virtual addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IovaRange {
+    /// First IOVA.
+    pub start: Iova,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+/// Dense index of an object of the pool, `0..populated`, in registration
+/// order. Stable for the pool's life; indexes the validation bitmap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjIndex(pub usize);
+
+/// Index of a chunk record, in registration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChunkId(pub u32);
+
+/// What the caller registers: one memory chunk (or one page-bounded piece of
+/// it) and the evenly spaced run of objects laid in it.
+///
+/// DPDK's populate helper keeps objects from crossing page boundaries, which
+/// breaks the even spacing at page ends; register each evenly spaced run as
+/// its own chunk with its own sub-range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkSpec {
+    /// The memory.
+    pub va: VirtRange,
+    /// IOVA of `va.start`, `None` for `RTE_BAD_IOVA`.
+    pub iova: Option<Iova>,
+    /// Address of the first object (what DPDK enqueues: after the object header).
+    pub first: VirtAddr,
+    /// Distance between consecutive objects (DPDK's total element size).
+    pub stride: usize,
+    /// Objects in the run.
+    pub count: usize,
+}
+
+/// A recorded chunk, as the table returns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Its record index.
+    pub id: ChunkId,
+    /// The memory.
+    pub va: VirtRange,
+    /// IOVA of `va.start`, if any.
+    pub iova: Option<Iova>,
+    /// First object.
+    pub first: VirtAddr,
+    /// Distance between objects.
+    pub stride: usize,
+    /// Objects in the run.
+    pub count: usize,
+    /// [`ObjIndex`] of the first object; the run has `first_index..first_index + count`.
+    pub first_index: ObjIndex,
+}
+
+impl ChunkInfo {
+    /// The IOVA range of the chunk, if it has one.
+    pub fn iova_range(&self) -> Option<IovaRange> {
+        self.iova.map(|start| IovaRange {
+            start,
+            len: self.va.len,
+        })
+    }
+
+    /// The IOVA of any address inside the chunk.
+    #[inline]
+    pub fn iova_of(&self, a: VirtAddr) -> Option<Iova> {
+        let off = a.offset_from(self.va.start)?;
+        if off >= self.va.len {
+            return None;
+        }
+        self.iova.map(|i| Iova(i.0 + off as u64))
+    }
+
+    /// The index of `a` if it is exactly one of the chunk's objects.
+    #[inline]
+    pub fn object_index(&self, a: VirtAddr) -> Option<ObjIndex> {
+        let off = a.offset_from(self.first)?;
+        let (i, rem) = (off / self.stride, off % self.stride);
+        (rem == 0 && i < self.count).then_some(ObjIndex(self.first_index.0 + i))
+    }
+}
+
+/// One chunk record in shared memory. Written once, before the table's
+/// `count` publishes it, and never again: plain fields.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct ChunkEntry {
+    va_start: usize,
+    va_len: usize,
+    iova: u64,
+    first: usize,
+    stride: usize,
+    count: usize,
+    first_index: usize,
+}
+
+impl ChunkEntry {
+    fn info(&self, id: u32) -> ChunkInfo {
+        ChunkInfo {
+            id: ChunkId(id),
+            va: VirtRange::new(VirtAddr(self.va_start), self.va_len),
+            iova: Iova::from_raw(self.iova),
+            first: VirtAddr(self.first),
+            stride: self.stride,
+            count: self.count,
+            first_index: ObjIndex(self.first_index),
+        }
+    }
+}
+
+/// Bytes the records and order slots of a table of `max_chunks` take.
+pub(crate) const fn entries_bytes(max_chunks: usize) -> usize {
+    max_chunks * core::mem::size_of::<ChunkEntry>()
+}
+
+/// Bytes of the order array.
+pub(crate) const fn order_bytes(max_chunks: usize) -> usize {
+    max_chunks * core::mem::size_of::<AtomicU32>()
+}
+
+/// Alignment the records need.
+pub(crate) const ENTRY_ALIGN: usize = core::mem::align_of::<ChunkEntry>();
+
+/// The table header, inside the pool header. Arrays are found at
+/// header-relative offsets.
+#[repr(C)]
+pub(crate) struct ChunkTable {
+    /// Serialises registrations (slow path, control plane).
+    lock: SpinLock,
+    /// Even when the order array is stable, odd while it is rewritten.
+    seq: AtomicU32,
+    /// Published records. Release-stored after a record is written; pairs
+    /// with the Acquire loads in `find` and `get`.
+    count: AtomicUsize,
+    /// Valid entries of the order array (`== count` between registrations).
+    sorted: AtomicUsize,
+    /// Objects registered so far: the pool's `populated` count and the next
+    /// [`ObjIndex`]. Release-stored under `lock`; pairs with the Acquire load
+    /// in `registered`.
+    registered: AtomicUsize,
+    max_chunks: usize,
+    /// Offset of the `ChunkEntry` array from this header.
+    entries_rel: usize,
+    /// Offset of the `AtomicU32` order array (record ids sorted by `va_start`).
+    order_rel: usize,
+}
+
+impl ChunkTable {
+    /// A table whose arrays lie `entries_rel` / `order_rel` bytes after the
+    /// header's final address.
+    pub(crate) fn new(max_chunks: usize, entries_rel: usize, order_rel: usize) -> ChunkTable {
+        ChunkTable {
+            lock: SpinLock::new(),
+            seq: AtomicU32::new(0),
+            count: AtomicUsize::new(0),
+            sorted: AtomicUsize::new(0),
+            registered: AtomicUsize::new(0),
+            max_chunks,
+            entries_rel,
+            order_rel,
+        }
+    }
+
+    /// Writes the order slots (atomics must be created with `new` for loom).
+    ///
+    /// # Safety
+    /// The header is at its final address in memory laid out by the pool.
+    pub(crate) unsafe fn init_arrays(&self) {
+        for i in 0..self.max_chunks {
+            // SAFETY: the pool's layout reserved `max_chunks` order slots at
+            // `order_rel`; nothing reads them before init returns.
+            unsafe { self.order_ptr(i).cast_mut().write(AtomicU32::new(0)) };
+        }
+    }
+
+    /// Drops the order slots in place (loom's atomics hold model state).
+    ///
+    /// # Safety
+    /// Nothing uses the table afterwards.
+    #[cfg(loom)]
+    pub(crate) unsafe fn drop_arrays(&self) {
+        for i in 0..self.max_chunks {
+            // SAFETY: written in `init_arrays`, unused from here on.
+            unsafe { core::ptr::drop_in_place(self.order_ptr(i).cast_mut()) };
+        }
+    }
+
+    #[inline(always)]
+    fn entry_ptr(&self, i: usize) -> *mut ChunkEntry {
+        debug_assert!(i < self.max_chunks);
+        // SAFETY: the layout reserved `max_chunks` records at `entries_rel`.
+        unsafe {
+            (self as *const Self as *mut u8)
+                .add(self.entries_rel)
+                .cast::<ChunkEntry>()
+                .add(i)
+        }
+    }
+
+    #[inline(always)]
+    fn order_ptr(&self, i: usize) -> *const AtomicU32 {
+        debug_assert!(i < self.max_chunks);
+        // SAFETY: the layout reserved `max_chunks` order slots at `order_rel`.
+        unsafe {
+            (self as *const Self as *const u8)
+                .add(self.order_rel)
+                .cast::<AtomicU32>()
+                .add(i)
+        }
+    }
+
+    #[inline(always)]
+    fn order(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: written in `init_arrays`, lives as long as the table.
+        unsafe { &*self.order_ptr(i) }
+    }
+
+    /// The record `i`, which the caller knows is published.
+    #[inline(always)]
+    fn entry(&self, i: usize) -> ChunkEntry {
+        // SAFETY: `i < count` as loaded with Acquire by the caller (or under
+        // the lock): the record was fully written before `count` was
+        // Release-stored and is never written again.
+        unsafe { self.entry_ptr(i).read() }
+    }
+
+    /// Objects registered so far (the pool's populated count).
+    #[inline]
+    pub(crate) fn registered(&self) -> usize {
+        // Acquire pairs with the Release store in `insert`.
+        self.registered.load(Ordering::Acquire)
+    }
+
+    /// Published records.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        // Acquire pairs with the Release store in `insert`: records below the
+        // value read are fully visible.
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Bound on records.
+    pub(crate) fn max_chunks(&self) -> usize {
+        self.max_chunks
+    }
+
+    /// The record `id`, if published.
+    pub(crate) fn get(&self, id: ChunkId) -> Option<ChunkInfo> {
+        let i = id.0 as usize;
+        (i < self.len()).then(|| self.entry(i).info(id.0))
+    }
+
+    /// Records a chunk. `max_objects` bounds the populated count.
+    pub(crate) fn insert(&self, spec: &ChunkSpec, max_objects: usize) -> Result<ChunkInfo, PoolError> {
+        let bad = PoolError::BadChunk {
+            va: spec.va,
+            first: spec.first,
+            stride: spec.stride,
+            count: spec.count,
+        };
+        if spec.count == 0 || spec.stride == 0 || spec.va.len == 0 {
+            return Err(bad);
+        }
+        let last_off = (spec.count - 1)
+            .checked_mul(spec.stride)
+            .and_then(|o| spec.first.checked_add(o))
+            .ok_or(bad)?;
+        if spec.va.start.0.checked_add(spec.va.len).is_none()
+            || !spec.va.contains(spec.first)
+            || !spec.va.contains(last_off)
+        {
+            return Err(bad);
+        }
+        let _guard = self.lock.lock();
+        // Relaxed: `count` and `registered` are only written under the lock we hold.
+        let n = self.count.load(Ordering::Relaxed);
+        if n >= self.max_chunks {
+            return Err(PoolError::ChunkTableFull {
+                max_chunks: self.max_chunks,
+                va: spec.va,
+            });
+        }
+        let reg = self.registered.load(Ordering::Relaxed);
+        let would_be = reg.saturating_add(spec.count);
+        if would_be > max_objects {
+            return Err(PoolError::TooManyObjects {
+                count: spec.count,
+                would_be,
+                objects: max_objects,
+            });
+        }
+        for i in 0..n {
+            let e = self.entry(i).info(i as u32);
+            if e.va.overlaps(&spec.va) {
+                return Err(PoolError::ChunkOverlap {
+                    va: spec.va,
+                    existing: e.id,
+                    existing_va: e.va,
+                });
+            }
+        }
+        let rec = ChunkEntry {
+            va_start: spec.va.start.0,
+            va_len: spec.va.len,
+            iova: Iova::to_raw(spec.iova),
+            first: spec.first.0,
+            stride: spec.stride,
+            count: spec.count,
+            first_index: reg,
+        };
+        // SAFETY: slot `n < max_chunks` is unpublished (readers only look
+        // below `count`), and we hold the lock, so nobody else writes it.
+        unsafe { self.entry_ptr(n).write(rec) };
+        // Release pairs with the Acquire loads in `len`/`find`: the record is
+        // visible to whoever sees the new count.
+        self.count.store(n + 1, Ordering::Release);
+        self.registered.store(would_be, Ordering::Release);
+
+        // Insert id `n` into the order array, sorted by va_start.
+        // Relaxed: `seq` is only written under the lock.
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        // Relaxed loads: order slots are only written under the lock.
+        let mut pos = n;
+        while pos > 0 {
+            let prev = self.order(pos - 1).load(Ordering::Relaxed);
+            if self.entry(prev as usize).va_start < rec.va_start {
+                break;
+            }
+            // Release pairs with the Acquire order loads in `find`: a reader
+            // that sees this shifted value also sees the odd `seq` above,
+            // so its closing `seq` check fails and it retries.
+            self.order(pos).store(prev, Ordering::Release);
+            pos -= 1;
+        }
+        // Release: as above.
+        self.order(pos).store(n as u32, Ordering::Release);
+        self.sorted.store(n + 1, Ordering::Release);
+        // Release pairs with the Acquire opening load in `find`: a reader
+        // starting at this even value sees the whole rewritten order array.
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+        Ok(rec.info(n as u32))
+    }
+
+    /// The chunk whose range contains `a`. Lockless, O(log chunks).
+    pub(crate) fn find(&self, a: VirtAddr) -> Option<ChunkInfo> {
+        'retry: loop {
+            // Acquire pairs with the closing Release store of `seq` in `insert`.
+            let s1 = self.seq.load(Ordering::Acquire);
+            if s1 & 1 == 1 {
+                spin_hint();
+                continue;
+            }
+            let published = self.len();
+            // Acquire pairs with the Release store in `insert`.
+            let m = self.sorted.load(Ordering::Acquire).min(published);
+            // Binary search for the last record with va_start <= a.
+            let (mut lo, mut hi) = (0usize, m);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                // Acquire pairs with the Release order stores in `insert`
+                // (see there), and keeps the closing `seq` load below after it.
+                let id = self.order(mid).load(Ordering::Acquire) as usize;
+                if id >= published {
+                    // A value from a registration we have not synchronised
+                    // with: the order array moved under us.
+                    spin_hint();
+                    continue 'retry;
+                }
+                if self.entry(id).va_start <= a.0 {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            let found = if lo == 0 {
+                None
+            } else {
+                // Acquire: as above.
+                let id = self.order(lo - 1).load(Ordering::Acquire) as usize;
+                if id >= published {
+                    spin_hint();
+                    continue 'retry;
+                }
+                let info = self.entry(id).info(id as u32);
+                info.va.contains(a).then_some(info)
+            };
+            // Relaxed: the Acquire order loads above keep this load after them.
+            if self.seq.load(Ordering::Relaxed) == s1 {
+                return found;
+            }
+            spin_hint();
+        }
+    }
+}

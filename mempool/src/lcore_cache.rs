@@ -1,0 +1,250 @@
+//! Per-lcore object cache: a LIFO stack of object pointers in front of the
+//! ring, owned by one lcore, after page_pool's per-CPU alloc cache.
+//!
+//! # Memory
+//! Each lcore's cache is `stride` bytes of the shared block: a
+//! [`CachePadded`] header (length, limit, hold/release counters: the only
+//! line the fast path writes) followed by `cache_size` pointer slots, rounded
+//! up to whole padded lines, so no two lcores ever share a cache line.
+//!
+//! # Ownership
+//! Only the owner lcore writes `len`, the slots and its counters (Relaxed
+//! load + plain store: a `mov` on x86, never an RMW). Other threads read
+//! `len` and the counters for statistics. The one exception is `limit`,
+//! which the shutdown path lowers to 0 so that the owner's next put misses
+//! the fast path and goes to the ring. Flushing another lcore's cache needs
+//! that lcore to be quiescent (the caller's promise; see `PoolCore::flush_lcore`).
+//!
+//! # Sizing rule
+//! See [`crate::config`]: by default `cache_size = min(128, objects / (1.5 ×
+//! max_lcores))`, so all caches together never hold more than two thirds of
+//! the pool; an explicit size must satisfy DPDK's `cache_size <= objects / 1.5`
+//! and `cache_size <= 512`.
+//!
+//! # Policies (implemented in `pool.rs` with the primitives here)
+//! * get `k` with `k <= len`: pop from the stack (fast path).
+//! * get `k <= limit` with `k > len`: refill from the ring with one burst up
+//!   to `min(limit, k + limit/2)` objects, then pop.
+//! * put `k` with `len + k <= limit`: push (fast path).
+//! * put otherwise: flush the top of the stack down to
+//!   `min(len, limit/2, limit − k)` objects to the ring in one bulk, push.
+
+use core::ffi::c_void;
+
+use crossbeam_utils::CachePadded;
+
+use crate::inflight::owner_add;
+use crate::ptr_ring::{PtrRing, RingError};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// Header of one lcore's cache.
+#[repr(C)]
+pub(crate) struct LcoreCache {
+    /// Objects in the stack. Owner stores (Relaxed), anyone loads (Relaxed).
+    len: AtomicU32,
+    /// Most objects the owner may keep: `cache_size` while the pool is
+    /// active, 0 once it drains. Written at init and by `close`; the owner
+    /// loads it (Relaxed) on every put.
+    limit: AtomicU32,
+    /// Objects this lcore handed out (see `inflight`).
+    hold: AtomicU64,
+    /// Objects this lcore took back.
+    release: AtomicU64,
+}
+
+/// Bytes from a cache header to its first slot.
+pub(crate) const HEADER_BYTES: usize = core::mem::size_of::<CachePadded<LcoreCache>>();
+/// Alignment of each cache (a padded header's).
+pub(crate) const CACHE_ALIGN: usize = core::mem::align_of::<CachePadded<LcoreCache>>();
+
+/// Bytes of one lcore's cache (header + slots, whole padded lines).
+pub(crate) const fn stride(cache_size: usize) -> usize {
+    let slots = cache_size * core::mem::size_of::<*mut c_void>();
+    HEADER_BYTES + slots.div_ceil(CACHE_ALIGN) * CACHE_ALIGN
+}
+
+impl LcoreCache {
+    pub(crate) fn new(limit: u32) -> CachePadded<LcoreCache> {
+        CachePadded::new(LcoreCache {
+            len: AtomicU32::new(0),
+            limit: AtomicU32::new(limit),
+            hold: AtomicU64::new(0),
+            release: AtomicU64::new(0),
+        })
+    }
+
+    /// Objects in the cache (exact for the owner; a recent value for others).
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        // Relaxed: a count for statistics; the owner is the only writer.
+        self.len.load(Ordering::Relaxed) as usize
+    }
+
+    /// The current limit.
+    #[inline(always)]
+    pub(crate) fn limit(&self) -> usize {
+        // Relaxed: the owner re-reads it on every put; a stale value only
+        // delays the switch to the ring by one operation.
+        self.limit.load(Ordering::Relaxed) as usize
+    }
+
+    /// Closes the cache to puts: the owner's next put goes to the ring.
+    pub(crate) fn close(&self) {
+        // Relaxed: see `limit`.
+        self.limit.store(0, Ordering::Relaxed);
+    }
+
+    /// `(hold, release)` counters.
+    #[inline]
+    pub(crate) fn counters(&self) -> (&AtomicU64, &AtomicU64) {
+        (&self.hold, &self.release)
+    }
+
+    #[inline(always)]
+    fn set_len(&self, len: usize) {
+        // Relaxed: only the owner writes `len`; readers want a count.
+        self.len.store(len as u32, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    fn slots(&self) -> *mut *mut c_void {
+        // SAFETY: the pool laid `stride(cache_size)` bytes out for this
+        // cache; the slots start right after the padded header.
+        unsafe { (self as *const Self as *mut u8).add(HEADER_BYTES).cast() }
+    }
+
+    /// Fast-path put: pushes all of `objs` if they fit under the limit.
+    /// Counts the release after the objects are in place.
+    ///
+    /// # Safety
+    /// The caller is the owner (no other thread touches this cache now).
+    #[inline(always)]
+    pub(crate) unsafe fn try_put(&self, objs: &[*mut c_void]) -> bool {
+        // Relaxed: we are the only writer of `len`.
+        let len = self.len.load(Ordering::Relaxed) as usize;
+        let n = objs.len();
+        if len + n > self.limit() {
+            return false;
+        }
+        // SAFETY: `len + n <= limit <= cache_size` slots exist; owner-only.
+        unsafe { core::ptr::copy_nonoverlapping(objs.as_ptr(), self.slots().add(len), n) };
+        self.set_len(len + n);
+        owner_add(&self.release, n);
+        true
+    }
+
+    /// Fast-path get: pops `out.len()` objects if the stack has them.
+    /// Counts the hold after the objects are taken.
+    ///
+    /// # Safety
+    /// The caller is the owner.
+    #[inline(always)]
+    pub(crate) unsafe fn try_get(&self, out: &mut [*mut c_void]) -> bool {
+        // Relaxed: we are the only writer of `len`.
+        let len = self.len.load(Ordering::Relaxed) as usize;
+        let n = out.len();
+        if n > len {
+            return false;
+        }
+        // SAFETY: slots `[len - n, len)` hold objects; owner-only.
+        unsafe { core::ptr::copy_nonoverlapping(self.slots().add(len - n), out.as_mut_ptr(), n) };
+        self.set_len(len - n);
+        owner_add(&self.hold, n);
+        true
+    }
+
+    /// Pushes `objs` without a limit check and counts their release.
+    ///
+    /// # Safety
+    /// The caller is the owner and `len + objs.len() <= cache_size`.
+    #[inline]
+    pub(crate) unsafe fn push(&self, objs: &[*mut c_void]) {
+        let len = self.len();
+        // SAFETY: the caller guarantees the room; owner-only.
+        unsafe { core::ptr::copy_nonoverlapping(objs.as_ptr(), self.slots().add(len), objs.len()) };
+        self.set_len(len + objs.len());
+        owner_add(&self.release, objs.len());
+    }
+
+    /// Pops `out.len()` objects (the caller checked they are there) and
+    /// counts the hold.
+    ///
+    /// # Safety
+    /// The caller is the owner and `out.len() <= len`.
+    #[inline]
+    pub(crate) unsafe fn pop(&self, out: &mut [*mut c_void]) {
+        let len = self.len();
+        let n = out.len();
+        debug_assert!(n <= len);
+        // SAFETY: slots `[len - n, len)` hold objects; owner-only.
+        unsafe { core::ptr::copy_nonoverlapping(self.slots().add(len - n), out.as_mut_ptr(), n) };
+        self.set_len(len - n);
+        owner_add(&self.hold, n);
+    }
+
+    /// Moves all objects into `out` (front), leaving the cache empty, without
+    /// counting (the caller counts the whole get). Returns how many.
+    ///
+    /// # Safety
+    /// The caller is the owner and `out.len() >= len`.
+    #[inline]
+    pub(crate) unsafe fn take_all_uncounted(&self, out: &mut [*mut c_void]) -> usize {
+        let len = self.len();
+        debug_assert!(out.len() >= len);
+        // SAFETY: slots `[0, len)` hold objects; owner-only.
+        unsafe { core::ptr::copy_nonoverlapping(self.slots(), out.as_mut_ptr(), len) };
+        self.set_len(0);
+        len
+    }
+
+    /// Counts `n` objects handed out by a get that bypassed the stack.
+    #[inline]
+    pub(crate) fn count_hold(&self, n: usize) {
+        owner_add(&self.hold, n);
+    }
+
+    /// Counts `n` objects taken back by a put that bypassed the stack.
+    #[inline]
+    pub(crate) fn count_release(&self, n: usize) {
+        owner_add(&self.release, n);
+    }
+
+    /// Refills from the ring with one burst until the cache holds up to
+    /// `target` objects (`target <= cache_size`). Returns how many came.
+    ///
+    /// # Safety
+    /// The caller is the owner.
+    #[inline(never)]
+    pub(crate) unsafe fn refill(&self, ring: &PtrRing, target: usize) -> usize {
+        let len = self.len();
+        if target <= len {
+            return 0;
+        }
+        // SAFETY: slots `[len, target)` exist (`target <= cache_size`) and
+        // are free; owner-only, so nobody else aliases them.
+        let room = unsafe { core::slice::from_raw_parts_mut(self.slots().add(len), target - len) };
+        let got = ring.dequeue_burst(room);
+        self.set_len(len + got);
+        got
+    }
+
+    /// Moves the objects above `keep` to the ring in one bulk (all or
+    /// nothing). Returns how many moved.
+    ///
+    /// # Safety
+    /// The caller is the owner, or the owner is quiescent and the caller's
+    /// access happens-after its last operation.
+    #[inline(never)]
+    pub(crate) unsafe fn flush_above(&self, ring: &PtrRing, keep: usize) -> Result<usize, RingError> {
+        let len = self.len();
+        if len <= keep {
+            return Ok(0);
+        }
+        // SAFETY: slots `[keep, len)` hold objects; no other thread touches
+        // them (caller's guarantee).
+        let top = unsafe { core::slice::from_raw_parts(self.slots().add(keep), len - keep) };
+        ring.enqueue_bulk(top)?;
+        self.set_len(keep);
+        Ok(len - keep)
+    }
+}

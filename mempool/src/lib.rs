@@ -1,0 +1,41 @@
+//! DPDK-free core of the `ptr_ring` mempool handler.
+//!
+//! Everything here lives in memory the caller provides (a DPDK memzone shared
+//! by primary and secondary processes): no Rust heap, no process-local
+//! pointers inside the structures. `pmd-glue` only translates DPDK's
+//! `rte_mempool_ops` calls onto these types.
+//!
+//! * [`ptr_ring`]: the batched, slot-signalled ring that replaces `rte_ring`.
+//! * [`config`]: [`PoolConfig`] and the pure layout of the pool's one block.
+//! * [`pool`]: [`PoolCore`], the pool in that block (and [`HeapPool`]).
+//! * [`lcore_cache`]: the per-lcore caches in front of the ring.
+//! * [`inflight`]: hold/release accounting.
+//! * [`iova`]: address newtypes and the chunk (IOVA) table.
+//! * [`dma`]: once-per-device DMA mapping bookkeeping.
+//! * [`shutdown`]: the Active → Draining → Released state machine.
+//! * [`validation`]: the optional foreign-pointer / double-free checks.
+//! * [`error`]: [`PoolError`] and its errno mapping.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
+
+pub mod config;
+pub mod dma;
+pub mod error;
+pub mod inflight;
+pub mod iova;
+pub mod lcore_cache;
+pub mod pool;
+pub mod ptr_ring;
+pub mod shutdown;
+pub(crate) mod sync;
+pub mod validation;
+
+pub use config::{PoolConfig, PoolLayout};
+pub use dma::{DeviceId, DeviceState, DeviceStats, DmaMapper, NoDma};
+pub use error::PoolError;
+pub use inflight::{InflightSnapshot, ACCOUNTING};
+pub use iova::{ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA};
+pub use pool::{HeapPool, PoolCore, PoolStats};
+pub use ptr_ring::{HeapRing, PtrRing, RingError, RingLayout};
+pub use shutdown::{PollOutcome, PoolState, ShutdownStats};
+pub use validation::{RejectKind, RejectStats};

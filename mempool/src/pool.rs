@@ -1,0 +1,919 @@
+//! [`PoolCore`]: the pool in one block of shared memory, tying together the
+//! ring, the per-lcore caches, inflight accounting, the IOVA table, DMA
+//! bookkeeping, validation and the shutdown state machine.
+//!
+//! # Life of an object
+//! ```text
+//! register_chunk ──▶ (out, with DPDK's populate) ──put──▶ cache / ring
+//!        cache ◀──refill (burst)── ring ◀──flush (bulk)── cache
+//!   get: own cache (fast) ─▶ refill from ring ─▶ application
+//!   put: own cache (fast) ─▶ flush top to ring when full
+//!   no lcore id: ring directly, shared counters
+//! ```
+//!
+//! # Caller identity
+//! Every get/put names its caller's lcore id as DPDK gives it
+//! (`rte_lcore_id()`). An id below `max_lcores` selects that lcore's cache;
+//! any other id (`LCORE_ID_ANY = u32::MAX` on non-EAL threads, or an id
+//! beyond the array) bypasses the caches and uses the ring directly, with
+//! shared atomic counters. No array is ever indexed with an id that was not
+//! checked against `max_lcores`.
+//!
+//! # Guarantees
+//! * Get and put are all-or-nothing toward the caller: a failed get hands
+//!   out nothing and loses nothing (objects may have moved from the ring
+//!   into the caller's own cache). A put never fails for an object that was
+//!   taken from the pool (the ring holds every object).
+//! * **Idle objects in other caches.** With no concurrent dequeuers, a get
+//!   of `k` objects by lcore `L` fails only if `ring + cache[L] < k` (by a
+//!   caller without an lcore: only if `ring < k`). At most
+//!   `Σ_{L' ≠ L} cache[L']` objects are idle out of its reach: at most
+//!   `(lcores that used the pool − 1) × cache_size`, and with the default
+//!   sizing never more than two thirds of the pool. `flush_lcore` /
+//!   `flush_all_quiescent` give them back to the ring.
+//! * `populated == in_ring + in_caches + inflight` whenever no operation is
+//!   in progress (see [`crate::inflight`]).
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use crate::config::{PoolConfig, PoolLayout};
+use crate::dma::{DeviceId, DeviceStats, DmaMapper, DmaTable};
+use crate::error::PoolError;
+use crate::inflight::{self, InflightSnapshot, SharedCounters, ACCOUNTING};
+use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, ChunkTable, Iova, ObjIndex, VirtAddr};
+use crate::lcore_cache::LcoreCache;
+use crate::ptr_ring::{PtrRing, RingError};
+use crate::shutdown::{PollOutcome, PoolState, Shutdown, ShutdownStats};
+use crate::sync::{AtomicU64, Ordering};
+use crate::validation::{RejectKind, RejectStats, Validator};
+
+const POOL_MAGIC: u64 = 0x7072_5f70_6f6f_6c31; // "pr_pool1"
+
+/// Objects checked per inner put in validation mode (a stack buffer).
+const VALIDATE_BATCH: usize = 32;
+
+/// Read-only after `init`: everything the fast path needs, on one line.
+#[repr(C)]
+struct Header {
+    /// Release-stored last in `init`; pairs with the Acquire load in `attach`.
+    magic: AtomicU64,
+    max_lcores: usize,
+    caches_offset: usize,
+    lcore_stride: usize,
+    ring_offset: usize,
+    validate: bool,
+    layout: PoolLayout,
+}
+
+/// The pool, at the base of its block. Holds no pointers: every part is
+/// found at an offset from the block's base, so every process mapping the
+/// block (at any address) can use it.
+#[repr(C)]
+pub struct PoolCore {
+    hdr: CachePadded<Header>,
+    any: SharedCounters,
+    table: CachePadded<ChunkTable>,
+    dma: CachePadded<DmaTable>,
+    shutdown: CachePadded<Shutdown>,
+    validator: Validator,
+}
+
+/// Everything a pool can tell about itself, read on demand. Exact when no
+/// operation is in progress; otherwise each field is a recent value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Objects the pool was sized for.
+    pub objects: usize,
+    /// Objects registered (populated).
+    pub populated: usize,
+    /// Objects in the ring.
+    pub in_ring: usize,
+    /// Objects in all lcore caches.
+    pub in_caches: usize,
+    /// Objects out with the application (`populated + hold − release`;
+    /// derived from the other counts in a build without `accounting`).
+    pub inflight: i64,
+    /// Σ hold (objects handed out, ever; wrapping).
+    pub hold: u64,
+    /// Σ release (objects taken back, ever; wrapping).
+    pub release: u64,
+    /// Chunk records.
+    pub chunks: usize,
+    /// Devices attached (not removed).
+    pub devices: usize,
+    /// Successful DMA map calls, ever.
+    pub dma_maps: u64,
+    /// DMA unmap calls, ever.
+    pub dma_unmaps: u64,
+    /// Life-cycle state.
+    pub state: PoolState,
+    /// Validation rejections by kind.
+    pub rejected: RejectStats,
+    /// Shutdown counters.
+    pub shutdown: ShutdownStats,
+    /// Per-lcore cache size.
+    pub cache_size: usize,
+    /// Lcore ids with a cache.
+    pub max_lcores: u32,
+    /// Validation mode.
+    pub validate: bool,
+    /// Whether this build counts hold/release.
+    pub accounting: bool,
+}
+
+fn put_error(e: RingError, n: usize) -> PoolError {
+    match e {
+        RingError::NullObject { index } => PoolError::NullObject { index },
+        _ => PoolError::Overfull { requested: n },
+    }
+}
+
+impl PoolCore {
+    /// Initialises a pool in `mem` and returns it.
+    ///
+    /// # Safety
+    /// * `mem` is valid for writes of `layout.bytes` bytes, aligned to
+    ///   `layout.align`, and used for nothing else while the pool lives;
+    /// * `layout` comes from [`PoolConfig::layout`];
+    /// * the memory outlives `'a`.
+    pub unsafe fn init<'a>(mem: NonNull<u8>, layout: &PoolLayout) -> &'a PoolCore {
+        let base = mem.as_ptr();
+        let p = base.cast::<PoolCore>();
+        let cfg = &layout.config;
+        // SAFETY: only addresses are computed (no reference to the
+        // uninitialised memory is made); they lie inside the block.
+        let (table_at, dma_at, val_at) = unsafe {
+            (
+                core::ptr::addr_of!((*p).table) as usize - base as usize,
+                core::ptr::addr_of!((*p).dma) as usize - base as usize,
+                core::ptr::addr_of!((*p).validator) as usize - base as usize,
+            )
+        };
+        // SAFETY: the caller guarantees `mem` is writable, aligned and holds
+        // `layout.bytes` bytes, which the layout made large enough for the
+        // header, the ring, the caches and the tables at their offsets.
+        unsafe {
+            p.write(PoolCore {
+                hdr: CachePadded::new(Header {
+                    magic: AtomicU64::new(0),
+                    max_lcores: cfg.max_lcores as usize,
+                    caches_offset: layout.caches_offset,
+                    lcore_stride: layout.lcore_stride,
+                    ring_offset: layout.ring_offset,
+                    validate: cfg.validate,
+                    layout: *layout,
+                }),
+                any: SharedCounters::new(),
+                table: CachePadded::new(ChunkTable::new(
+                    cfg.max_chunks,
+                    layout.chunks_offset - table_at,
+                    layout.order_offset - table_at,
+                )),
+                dma: CachePadded::new(DmaTable::new(cfg.max_devices, layout.devices_offset - dma_at)),
+                shutdown: CachePadded::new(Shutdown::new(cfg.retry_period_ns, cfg.warn_period_ns)),
+                validator: Validator::new(layout.bitmap_words, layout.bitmap_offset - val_at),
+            });
+            let core = &*p;
+            core.table.init_arrays();
+            core.dma.init_slots();
+            core.validator.init_bitmap();
+            PtrRing::init(NonNull::new_unchecked(base.add(layout.ring_offset)), &layout.ring);
+            for i in 0..cfg.max_lcores as usize {
+                base.add(layout.caches_offset + i * layout.lcore_stride)
+                    .cast::<CachePadded<LcoreCache>>()
+                    .write(LcoreCache::new(layout.cache_size as u32));
+            }
+            // Release pairs with the Acquire load in `attach`: a process that
+            // sees the magic sees an initialised pool.
+            core.hdr.magic.store(POOL_MAGIC, Ordering::Release);
+            core
+        }
+    }
+
+    /// Returns the pool already initialised in `mem` (by this or another
+    /// process).
+    ///
+    /// # Safety
+    /// `mem` points to at least `size_of::<PoolCore>()` readable bytes
+    /// (checked by magic), initialised by [`PoolCore::init`] if the magic
+    /// matches, that outlive `'a`.
+    pub unsafe fn attach<'a>(mem: NonNull<u8>) -> Result<&'a PoolCore, PoolError> {
+        // SAFETY: the caller guarantees the header bytes are readable and live.
+        let core = unsafe { &*mem.as_ptr().cast::<PoolCore>() };
+        // Acquire pairs with the Release store at the end of `init`.
+        if core.hdr.magic.load(Ordering::Acquire) != POOL_MAGIC {
+            return Err(PoolError::NotAPool {
+                addr: mem.as_ptr() as usize,
+            });
+        }
+        Ok(core)
+    }
+
+    #[inline(always)]
+    fn base(&self) -> *const u8 {
+        self as *const PoolCore as *const u8
+    }
+
+    /// The layout the pool was created with.
+    pub fn layout(&self) -> &PoolLayout {
+        &self.hdr.layout
+    }
+
+    /// Objects the pool was sized for.
+    pub fn objects(&self) -> usize {
+        self.hdr.layout.config.objects
+    }
+
+    /// Per-lcore cache size.
+    pub fn cache_size(&self) -> usize {
+        self.hdr.layout.cache_size
+    }
+
+    /// Lcore ids `0..max_lcores` have a cache.
+    pub fn max_lcores(&self) -> u32 {
+        self.hdr.max_lcores as u32
+    }
+
+    /// Whether validation mode is on.
+    pub fn validating(&self) -> bool {
+        self.hdr.validate
+    }
+
+    /// The ring behind the caches.
+    #[inline(always)]
+    pub fn ring(&self) -> &PtrRing {
+        // SAFETY: `init` placed an initialised ring at `ring_offset`; it
+        // lives as long as the pool.
+        unsafe { &*self.base().add(self.hdr.ring_offset).cast::<PtrRing>() }
+    }
+
+    /// The cache of `lcore`, or `None` for an id without one.
+    #[inline(always)]
+    fn cache(&self, lcore: u32) -> Option<&LcoreCache> {
+        let i = lcore as usize;
+        if i >= self.hdr.max_lcores {
+            return None;
+        }
+        // SAFETY: `i < max_lcores`, and `init` placed `max_lcores` caches
+        // `lcore_stride` bytes apart from `caches_offset`.
+        Some(unsafe {
+            &*self
+                .base()
+                .add(self.hdr.caches_offset + i * self.hdr.lcore_stride)
+                .cast::<LcoreCache>()
+        })
+    }
+
+    fn caches(&self) -> impl Iterator<Item = &LcoreCache> + Clone {
+        (0..self.hdr.max_lcores as u32).filter_map(move |i| self.cache(i))
+    }
+
+    // ----------------------------------------------------------------- put
+
+    /// Returns `objs` to the pool on behalf of lcore `lcore` (its own cache
+    /// first; the ring for an id without a cache).
+    ///
+    /// Fails only for caller bugs, every one leaving the objects out of the
+    /// pool: [`PoolError::Rejected`] in validation mode (the valid objects of
+    /// the bulk *were* accepted) or after release, [`PoolError::Overfull`]
+    /// when more objects come back than went out, [`PoolError::NullObject`].
+    ///
+    /// # Safety
+    /// No other thread uses the same `lcore` id (below `max_lcores`) at the
+    /// same time: DPDK's one-thread-per-lcore rule.
+    #[inline]
+    pub unsafe fn put(&self, lcore: u32, objs: &[*mut c_void]) -> Result<(), PoolError> {
+        if self.hdr.validate {
+            // SAFETY: forwarded caller contract.
+            return unsafe { self.put_validated(lcore, objs) };
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { self.put_unvalidated(lcore, objs) }
+    }
+
+    /// [`put`](PoolCore::put) for a caller without an lcore id: always the ring.
+    #[inline]
+    pub fn put_any(&self, objs: &[*mut c_void]) -> Result<(), PoolError> {
+        // SAFETY: `u32::MAX` never selects a cache.
+        unsafe { self.put(u32::MAX, objs) }
+    }
+
+    #[inline(always)]
+    unsafe fn put_unvalidated(&self, lcore: u32, objs: &[*mut c_void]) -> Result<(), PoolError> {
+        match self.cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) => unsafe {
+                if c.try_put(objs) {
+                    Ok(())
+                } else {
+                    self.put_slow(c, objs)
+                }
+            },
+            None => self.put_ring(objs),
+        }
+    }
+
+    fn after_release(&self, objs: &[*mut c_void]) -> PoolError {
+        self.validator.count(RejectKind::AfterRelease, objs.len());
+        PoolError::Rejected {
+            requested: objs.len(),
+            rejected: objs.len(),
+            kind: RejectKind::AfterRelease,
+            first: VirtAddr::of(objs.first().copied().unwrap_or(core::ptr::null_mut())),
+        }
+    }
+
+    /// Put without a cache: straight to the ring, shared counter.
+    #[inline(never)]
+    fn put_ring(&self, objs: &[*mut c_void]) -> Result<(), PoolError> {
+        if self.shutdown.state() == PoolState::Released {
+            return Err(self.after_release(objs));
+        }
+        self.ring()
+            .enqueue_bulk(objs)
+            .map_err(|e| put_error(e, objs.len()))?;
+        inflight::shared_add(&self.any.release, objs.len());
+        Ok(())
+    }
+
+    /// Put that missed the fast path: cache full, cache closed (draining) or
+    /// disabled.
+    #[inline(never)]
+    unsafe fn put_slow(&self, c: &LcoreCache, objs: &[*mut c_void]) -> Result<(), PoolError> {
+        let state = self.shutdown.state();
+        if state == PoolState::Released {
+            return Err(self.after_release(objs));
+        }
+        let ring = self.ring();
+        let n = objs.len();
+        let limit = c.limit();
+        if state != PoolState::Active || n > limit {
+            // Closing: give the whole cache back too. Oversized bulk: keep
+            // the cache as it is. Either way the objects go to the ring.
+            if state != PoolState::Active {
+                // SAFETY: the caller owns the cache.
+                unsafe { c.flush_above(ring, 0) }.map_err(|e| put_error(e, c.len()))?;
+            }
+            ring.enqueue_bulk(objs).map_err(|e| put_error(e, n))?;
+            c.count_release(n);
+            return Ok(());
+        }
+        // Full: flush the top of the stack in one bulk, keep at most half.
+        let keep = c.len().min(limit / 2).min(limit - n);
+        // SAFETY: the caller owns the cache.
+        unsafe { c.flush_above(ring, keep) }.map_err(|e| put_error(e, c.len() - keep))?;
+        // SAFETY: owner; `keep + n <= limit <= cache_size`.
+        unsafe { c.push(objs) };
+        Ok(())
+    }
+
+    #[inline(never)]
+    unsafe fn put_validated(&self, lcore: u32, objs: &[*mut c_void]) -> Result<(), PoolError> {
+        if self.shutdown.state() == PoolState::Released {
+            return Err(self.after_release(objs));
+        }
+        let mut buf = [core::ptr::null_mut::<c_void>(); VALIDATE_BATCH];
+        let mut k = 0;
+        let mut rejected = 0;
+        let mut first = None;
+        for &o in objs {
+            let verdict = match self.owns(o) {
+                None => Err(RejectKind::Foreign),
+                Some(idx) if self.validator.mark_home(idx) => Ok(()),
+                Some(_) => Err(RejectKind::DoubleFree),
+            };
+            match verdict {
+                Ok(()) => {
+                    buf[k] = o;
+                    k += 1;
+                    if k == VALIDATE_BATCH {
+                        // SAFETY: forwarded caller contract.
+                        unsafe { self.put_checked_batch(lcore, &buf[..k]) }?;
+                        k = 0;
+                    }
+                }
+                Err(kind) => {
+                    self.validator.count(kind, 1);
+                    rejected += 1;
+                    first.get_or_insert((kind, o));
+                }
+            }
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { self.put_checked_batch(lcore, &buf[..k]) }?;
+        match first {
+            None => Ok(()),
+            Some((kind, o)) => Err(PoolError::Rejected {
+                requested: objs.len(),
+                rejected,
+                kind,
+                first: VirtAddr::of(o),
+            }),
+        }
+    }
+
+    /// Inserts objects validation accepted; marks them out again if the
+    /// insertion fails.
+    unsafe fn put_checked_batch(&self, lcore: u32, batch: &[*mut c_void]) -> Result<(), PoolError> {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { self.put_unvalidated(lcore, batch) };
+        if r.is_err() {
+            for &o in batch {
+                if let Some(idx) = self.owns(o) {
+                    self.validator.mark_out(idx);
+                }
+            }
+        }
+        r
+    }
+
+    // ----------------------------------------------------------------- get
+
+    /// Takes exactly `out.len()` objects for lcore `lcore` (its own cache
+    /// first, refilled from the ring; the ring for an id without a cache).
+    ///
+    /// On failure `out` holds nothing usable and no object was lost or
+    /// duplicated: [`PoolError::Exhausted`] when the ring plus the caller's
+    /// own cache hold fewer than asked (objects may have moved from the ring
+    /// into that cache), [`PoolError::NotActive`] once the pool drains.
+    ///
+    /// # Safety
+    /// No other thread uses the same `lcore` id (below `max_lcores`) at the
+    /// same time.
+    #[inline]
+    pub unsafe fn get(&self, lcore: u32, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        if self.hdr.validate {
+            // SAFETY: forwarded caller contract.
+            return unsafe { self.get_validated(lcore, out) };
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { self.get_unvalidated(lcore, out) }
+    }
+
+    /// [`get`](PoolCore::get) for a caller without an lcore id: always the ring.
+    #[inline]
+    pub fn get_any(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        // SAFETY: `u32::MAX` never selects a cache.
+        unsafe { self.get(u32::MAX, out) }
+    }
+
+    #[inline(always)]
+    unsafe fn get_unvalidated(&self, lcore: u32, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        match self.cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) => unsafe {
+                if c.try_get(out) {
+                    Ok(())
+                } else {
+                    self.get_slow(c, out)
+                }
+            },
+            None => self.get_ring(out),
+        }
+    }
+
+    /// Get without a cache: straight from the ring, shared counter.
+    #[inline(never)]
+    fn get_ring(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        let state = self.shutdown.state();
+        if state != PoolState::Active {
+            return Err(PoolError::NotActive { state });
+        }
+        let ring = self.ring();
+        ring.dequeue_bulk(out).map_err(|_| PoolError::Exhausted {
+            requested: out.len(),
+            available: ring.len(),
+        })?;
+        inflight::shared_add(&self.any.hold, out.len());
+        Ok(())
+    }
+
+    /// Get that missed the fast path: refill, or an oversized bulk.
+    #[inline(never)]
+    unsafe fn get_slow(&self, c: &LcoreCache, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        let state = self.shutdown.state();
+        if state != PoolState::Active {
+            return Err(PoolError::NotActive { state });
+        }
+        let ring = self.ring();
+        let n = out.len();
+        let limit = c.limit();
+        if n <= limit {
+            // Refill in one burst to half a cache above the request.
+            // SAFETY: the caller owns the cache; target <= limit <= cache_size.
+            unsafe { c.refill(ring, limit.min(n + limit / 2)) };
+            if c.len() >= n {
+                // SAFETY: owner; checked just above.
+                unsafe { c.pop(out) };
+                return Ok(());
+            }
+            return Err(PoolError::Exhausted {
+                requested: n,
+                available: c.len() + ring.len(),
+            });
+        }
+        // Oversized: the ring supplies what the cache lacks, all or nothing.
+        let have = c.len();
+        let need = n - have;
+        ring.dequeue_bulk(&mut out[..need])
+            .map_err(|_| PoolError::Exhausted {
+                requested: n,
+                available: have + ring.len(),
+            })?;
+        // SAFETY: owner; `out[need..]` has exactly `have` slots.
+        unsafe { c.take_all_uncounted(&mut out[need..]) };
+        c.count_hold(n);
+        Ok(())
+    }
+
+    #[inline(never)]
+    unsafe fn get_validated(&self, lcore: u32, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.get_unvalidated(lcore, out) }?;
+        for &o in out.iter() {
+            if let Some(idx) = self.owns(o) {
+                self.validator.mark_out(idx);
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ counting
+
+    /// Objects in the ring and all caches (DPDK's `get_count`). Exact when
+    /// quiescent.
+    pub fn available(&self) -> usize {
+        self.ring().len() + self.in_caches()
+    }
+
+    /// Objects in all lcore caches.
+    pub fn in_caches(&self) -> usize {
+        self.caches().map(LcoreCache::len).sum()
+    }
+
+    /// Objects in lcore `lcore`'s cache (0 for an id without one).
+    pub fn cache_len(&self, lcore: u32) -> usize {
+        self.cache(lcore).map_or(0, LcoreCache::len)
+    }
+
+    /// Objects registered with [`register_chunk`](PoolCore::register_chunk).
+    pub fn populated(&self) -> usize {
+        self.table.registered()
+    }
+
+    /// The hold/release counters, read in release-safe order.
+    pub fn inflight_snapshot(&self) -> InflightSnapshot {
+        let lcores = self.caches().map(|c| c.counters());
+        let any = core::iter::once((&*self.any.hold, &*self.any.release));
+        inflight::snapshot(lcores.chain(any), || self.populated())
+    }
+
+    /// Objects out with the application: `populated + Σhold − Σrelease`
+    /// (never below the true count while it is read, see
+    /// [`crate::inflight`]). Negative means more came back than went out.
+    /// Without the `accounting` feature: `populated − available`, exact only
+    /// when quiescent.
+    pub fn inflight(&self) -> i64 {
+        if ACCOUNTING {
+            self.inflight_snapshot().inflight()
+        } else {
+            self.populated() as i64 - self.available() as i64
+        }
+    }
+
+    /// Everything at once.
+    pub fn stats(&self) -> PoolStats {
+        let snap = self.inflight_snapshot();
+        let in_ring = self.ring().len();
+        let in_caches = self.in_caches();
+        let (dma_maps, dma_unmaps) = self.dma.totals();
+        PoolStats {
+            objects: self.objects(),
+            populated: snap.populated,
+            in_ring,
+            in_caches,
+            inflight: if ACCOUNTING {
+                snap.inflight()
+            } else {
+                snap.populated as i64 - (in_ring + in_caches) as i64
+            },
+            hold: snap.hold,
+            release: snap.release,
+            chunks: self.table.len(),
+            devices: self.dma.attached(),
+            dma_maps,
+            dma_unmaps,
+            state: self.state(),
+            rejected: self.validator.stats(),
+            shutdown: self.shutdown.stats(),
+            cache_size: self.cache_size(),
+            max_lcores: self.max_lcores(),
+            validate: self.validating(),
+            accounting: ACCOUNTING,
+        }
+    }
+
+    // --------------------------------------------------------------- flush
+
+    /// Gives all objects of `lcore`'s cache back to the ring. Returns how
+    /// many moved (0 for an id without a cache).
+    ///
+    /// # Safety
+    /// `lcore` is quiescent: no get or put with that id runs now, and its
+    /// last one happens-before this call (e.g. the thread was joined, or the
+    /// lcore waits on something this thread releases).
+    pub unsafe fn flush_lcore(&self, lcore: u32) -> Result<usize, PoolError> {
+        let Some(c) = self.cache(lcore) else {
+            return Ok(0);
+        };
+        // SAFETY: the caller guarantees the owner is quiescent.
+        unsafe { c.flush_above(self.ring(), 0) }.map_err(|e| put_error(e, c.len()))
+    }
+
+    /// Flushes every lcore's cache ([`flush_lcore`](PoolCore::flush_lcore)
+    /// for all ids). Returns how many objects moved.
+    ///
+    /// # Safety
+    /// Every lcore is quiescent (e.g. DPDK's `ops->free`: the application no
+    /// longer uses the pool).
+    pub unsafe fn flush_all_quiescent(&self) -> Result<usize, PoolError> {
+        let mut n = 0;
+        for i in 0..self.max_lcores() {
+            // SAFETY: the caller guarantees every lcore is quiescent.
+            n += unsafe { self.flush_lcore(i) }?;
+        }
+        Ok(n)
+    }
+
+    // ---------------------------------------------------------------- IOVA
+
+    /// Records a chunk and the objects laid in it; they count as populated
+    /// (and out, with the caller) from now on, until they are put.
+    ///
+    /// Call it **before** the chunk's objects are put (DPDK enqueues each
+    /// object while populating): then `populated = ring + caches + inflight`
+    /// holds at every step, and validation knows the objects.
+    pub fn register_chunk(&self, spec: ChunkSpec) -> Result<ChunkInfo, PoolError> {
+        let state = self.state();
+        if state != PoolState::Active {
+            return Err(PoolError::WrongState {
+                op: "register_chunk",
+                state,
+            });
+        }
+        self.table.insert(&spec, self.objects())
+    }
+
+    /// The chunk record `id`.
+    pub fn chunk(&self, id: ChunkId) -> Option<ChunkInfo> {
+        self.table.get(id)
+    }
+
+    /// Chunk records so far.
+    pub fn chunks(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Bound on chunk records.
+    pub fn max_chunks(&self) -> usize {
+        self.table.max_chunks()
+    }
+
+    /// The chunk containing `addr`. O(log chunks), lockless.
+    pub fn chunk_of<T>(&self, addr: *const T) -> Option<ChunkInfo> {
+        self.table.find(VirtAddr::of(addr))
+    }
+
+    /// The IOVA of `addr` (any byte of a recorded chunk that has an IOVA).
+    pub fn iova_of<T>(&self, addr: *const T) -> Option<Iova> {
+        let a = VirtAddr::of(addr);
+        self.table.find(a)?.iova_of(a)
+    }
+
+    /// `Some(index)` if `obj` is exactly one of the pool's objects.
+    #[inline]
+    pub fn owns<T>(&self, obj: *const T) -> Option<ObjIndex> {
+        let a = VirtAddr::of(obj);
+        self.table.find(a)?.object_index(a)
+    }
+
+    /// In validation mode, whether the object is home (ring or cache).
+    /// `None` when validation is off or `obj` is not ours.
+    pub fn is_home<T>(&self, obj: *const T) -> Option<bool> {
+        if !self.hdr.validate {
+            return None;
+        }
+        Some(self.validator.is_home(self.owns(obj)?))
+    }
+
+    // ----------------------------------------------------------------- DMA
+
+    /// Attaches `device` (once) and maps every chunk not yet mapped for it.
+    /// Returns the number of chunks this call mapped.
+    pub fn dma_attach(&self, device: DeviceId, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+        let state = self.state();
+        if state != PoolState::Active {
+            return Err(PoolError::WrongState { op: "dma_attach", state });
+        }
+        self.dma.attach(device, &self.table, mapper)
+    }
+
+    /// Maps chunks registered since the last attach/sync for every attached
+    /// device. Call after registering chunks on a pool with devices.
+    pub fn dma_sync(&self, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+        let state = self.state();
+        if state == PoolState::Released {
+            return Err(PoolError::WrongState { op: "dma_sync", state });
+        }
+        self.dma.sync(&self.table, mapper)
+    }
+
+    /// Unmaps everything mapped for `device` and retires it for good (it is
+    /// never mapped again). A second call does nothing (`Ok(0)`).
+    pub fn dma_remove(&self, device: DeviceId, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+        self.dma.remove(device, &self.table, mapper)
+    }
+
+    /// Counters of `device`, if it was ever attached.
+    pub fn device_stats(&self, device: DeviceId) -> Option<DeviceStats> {
+        self.dma.device(device)
+    }
+
+    // ------------------------------------------------------------ shutdown
+
+    /// The life-cycle state.
+    #[inline]
+    pub fn state(&self) -> PoolState {
+        self.shutdown.state()
+    }
+
+    fn close_caches(&self) {
+        for c in self.caches() {
+            c.close();
+        }
+    }
+
+    /// Starts shutdown: closes the caches (every later put goes to the
+    /// ring, each lcore gives its cache back on its next put), refuses
+    /// further gets, and polls once. `now` is in ns on the caller's clock.
+    ///
+    /// Gets must have stopped, as the kernel requires of page_pool users:
+    /// the slow paths refuse them, but a fast-path get from a non-empty
+    /// cache cannot see the state. Use
+    /// [`drain_quiescent`](PoolCore::drain_quiescent) when the application
+    /// is known to be quiescent, to also empty every cache at once.
+    pub fn begin_drain(&self, now: u64, mapper: &mut dyn DmaMapper) -> Result<PollOutcome, PoolError> {
+        if self.shutdown.close(PoolState::Draining, now)? == PoolState::Released {
+            return Ok(PollOutcome::AlreadyReleased);
+        }
+        self.close_caches();
+        Ok(self.poll(now, mapper))
+    }
+
+    /// [`begin_drain`](PoolCore::begin_drain), then flushes every cache.
+    ///
+    /// # Safety
+    /// As [`flush_all_quiescent`](PoolCore::flush_all_quiescent).
+    pub unsafe fn drain_quiescent(&self, now: u64, mapper: &mut dyn DmaMapper) -> Result<PollOutcome, PoolError> {
+        self.shutdown.close(PoolState::Draining, now)?;
+        self.close_caches();
+        // SAFETY: forwarded caller contract.
+        unsafe { self.flush_all_quiescent() }?;
+        Ok(self.poll(now, mapper))
+    }
+
+    /// The forced path for a device that disappeared: unmaps its DMA
+    /// mappings once, then drains as orphaned. Late returns are still
+    /// accepted and never touch that device again; the final release does
+    /// not unmap it again. An unmap failure is reported after the pool was
+    /// orphaned (the mappings count as gone either way).
+    pub fn orphan(&self, device: DeviceId, now: u64, mapper: &mut dyn DmaMapper) -> Result<PollOutcome, PoolError> {
+        if self.state() == PoolState::Released {
+            return Ok(PollOutcome::AlreadyReleased);
+        }
+        let unmapped = match self.dma.remove(device, &self.table, mapper) {
+            Err(PoolError::UnknownDevice { .. }) => Ok(0),
+            r => r,
+        };
+        if self.shutdown.close(PoolState::Orphaned, now)? == PoolState::Released {
+            return Ok(PollOutcome::AlreadyReleased);
+        }
+        self.close_caches();
+        let outcome = self.poll(now, mapper);
+        unmapped.map(|_| outcome)
+    }
+
+    /// One step of the deferred release: releases the pool when no object
+    /// is out (exactly one call ever gets [`PollOutcome::Released`], and it
+    /// unmaps the devices still attached), otherwise says when to poll again
+    /// and whether to warn.
+    pub fn poll(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        match self.state() {
+            PoolState::Active => return PollOutcome::NotDraining,
+            PoolState::Released => return PollOutcome::AlreadyReleased,
+            PoolState::Draining | PoolState::Orphaned => {}
+        }
+        let inflight = self.inflight();
+        if inflight > 0 {
+            return self.shutdown.wait(now, inflight);
+        }
+        if !self.shutdown.try_release() {
+            return PollOutcome::AlreadyReleased;
+        }
+        PollOutcome::Released {
+            waited_ns: self.shutdown.waited(now),
+            dma: self.dma.release_all(&self.table, mapper),
+        }
+    }
+
+    /// Suggested delay between polls (ns).
+    pub fn retry_period_ns(&self) -> u64 {
+        self.shutdown.retry_period()
+    }
+
+    /// Drops every atomic in place (loom's own model state).
+    ///
+    /// # Safety
+    /// Nothing uses the pool afterwards.
+    #[cfg(loom)]
+    unsafe fn drop_atomics(&self) {
+        let base = self.base().cast_mut();
+        let ring_slots = self.ring().slots();
+        // SAFETY: all written by `init`; the caller guarantees no further use.
+        unsafe {
+            let ring = base.add(self.hdr.ring_offset).cast::<PtrRing>();
+            let slots = ring.add(1).cast::<crate::sync::AtomicUsize>();
+            for i in 0..ring_slots {
+                core::ptr::drop_in_place(slots.add(i));
+            }
+            core::ptr::drop_in_place(ring);
+            for i in 0..self.hdr.max_lcores {
+                core::ptr::drop_in_place(
+                    base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride)
+                        .cast::<CachePadded<LcoreCache>>(),
+                );
+            }
+            self.table.drop_arrays();
+            self.dma.drop_slots();
+            self.validator.drop_bitmap();
+            core::ptr::drop_in_place(base.cast::<PoolCore>());
+        }
+    }
+}
+
+/// A pool on the Rust heap, for tests, benchmarks and users outside DPDK.
+pub struct HeapPool {
+    mem: NonNull<u8>,
+    alloc: std::alloc::Layout,
+}
+
+// SAFETY: the pool it owns is `Sync`; the allocation is not thread-affine.
+unsafe impl Send for HeapPool {}
+// SAFETY: as above; all access goes through `&PoolCore`.
+unsafe impl Sync for HeapPool {}
+
+impl HeapPool {
+    /// A heap pool for `config`. No object is registered yet.
+    pub fn new(config: &PoolConfig) -> Result<HeapPool, PoolError> {
+        let layout = config.layout()?;
+        let alloc = std::alloc::Layout::from_size_align(layout.bytes, layout.align)
+            .expect("PoolLayout gives a valid allocation layout");
+        // SAFETY: `alloc` has non-zero size (the header alone is non-empty).
+        let raw = unsafe { std::alloc::alloc_zeroed(alloc) };
+        let Some(mem) = NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(alloc);
+        };
+        // SAFETY: freshly allocated with the layout's size and alignment,
+        // owned by the returned value until `drop`.
+        unsafe { PoolCore::init(mem, &layout) };
+        Ok(HeapPool { mem, alloc })
+    }
+
+    /// The block's base address (what [`PoolCore::attach`] takes).
+    pub fn as_ptr(&self) -> NonNull<u8> {
+        self.mem
+    }
+}
+
+impl core::ops::Deref for HeapPool {
+    type Target = PoolCore;
+    fn deref(&self) -> &PoolCore {
+        // SAFETY: initialised in `new`, freed only in `drop`.
+        unsafe { &*self.mem.as_ptr().cast::<PoolCore>() }
+    }
+}
+
+impl Drop for HeapPool {
+    fn drop(&mut self) {
+        #[cfg(loom)]
+        // SAFETY: we own the pool and nothing uses it after this.
+        unsafe {
+            (**self).drop_atomics()
+        };
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.mem.as_ptr(), self.alloc) };
+    }
+}

@@ -1,0 +1,257 @@
+//! The shutdown state machine, after page_pool's deferred release.
+//!
+//! ```text
+//!   Active ──begin_drain──▶ Draining ──poll: inflight == 0──▶ Released
+//!     │                        │                                 ▲
+//!     └──────orphan────────▶ Orphaned ──poll: inflight == 0──────┘
+//! ```
+//!
+//! * **Draining**: the caches are closed (every put goes to the ring) and
+//!   flushed; gets are refused on every path that can see the state; returns
+//!   are accepted, late returns being normal. The pool is released only when
+//!   inflight reaches zero, by exactly one `poll` (a state CAS).
+//! * **Orphaned**: draining after the device went away: its DMA mappings
+//!   were unmapped once, and nothing afterwards (late returns, the final
+//!   release) touches that device again.
+//! * **Released**: terminal. The caller that got [`PollOutcome::Released`]
+//!   frees the memory. A put that still reaches the pool is a caller bug: it
+//!   is refused and counted (`AfterRelease`) as long as the memory exists.
+//!
+//! Time is the caller's: every call takes `now` in nanoseconds from any
+//! monotonic clock (tests pass a fake one). The retry period (default 1 s)
+//! tells the caller when to poll again; the warn period (default 60 s) spaces
+//! out the "stalled shutdown" warnings, like the kernel's.
+
+use core::fmt;
+
+use crate::error::PoolError;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// Default delay between two polls while draining (the kernel's 1 s).
+pub const DEFAULT_RETRY_PERIOD_NS: u64 = 1_000_000_000;
+/// Default delay between two "stalled shutdown" warnings (the kernel's 60 s).
+pub const DEFAULT_WARN_PERIOD_NS: u64 = 60_000_000_000;
+
+/// Where the pool is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum PoolState {
+    /// Serving gets and puts.
+    Active = 0,
+    /// Shutting down, waiting for inflight objects.
+    Draining = 1,
+    /// Shutting down after its device vanished; DMA already unmapped.
+    Orphaned = 2,
+    /// Released; terminal.
+    Released = 3,
+}
+
+impl PoolState {
+    fn from_raw(v: u32) -> PoolState {
+        match v {
+            0 => PoolState::Active,
+            1 => PoolState::Draining,
+            2 => PoolState::Orphaned,
+            _ => PoolState::Released,
+        }
+    }
+
+    /// Draining or orphaned: waiting for inflight objects.
+    pub fn is_closing(self) -> bool {
+        matches!(self, PoolState::Draining | PoolState::Orphaned)
+    }
+}
+
+impl fmt::Display for PoolState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PoolState::Active => "active",
+            PoolState::Draining => "draining",
+            PoolState::Orphaned => "orphaned",
+            PoolState::Released => "released",
+        })
+    }
+}
+
+/// What a [`poll`](crate::PoolCore::poll) tells its caller to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// This call released the pool: free its memory now. Returned by exactly
+    /// one call in the pool's life. `dma` is the result of the final unmap
+    /// of still-attached devices (count of unmaps, or the first failure).
+    Released {
+        /// Nanoseconds since draining began.
+        waited_ns: u64,
+        /// The final unmap.
+        dma: Result<usize, PoolError>,
+    },
+    /// Objects are still out: poll again in `retry_in_ns`.
+    Waiting {
+        /// Objects out with the application.
+        inflight: i64,
+        /// When to poll again (the retry period).
+        retry_in_ns: u64,
+    },
+    /// Objects are still out and it is time to warn ("stalled pool shutdown,
+    /// N inflight, waited T"); poll again in `retry_in_ns`.
+    Warn {
+        /// Objects out with the application.
+        inflight: i64,
+        /// Nanoseconds since draining began.
+        waited_ns: u64,
+        /// When to poll again (the retry period).
+        retry_in_ns: u64,
+    },
+    /// An earlier call (maybe in another process) released the pool.
+    AlreadyReleased,
+    /// The pool is active: nothing to poll.
+    NotDraining,
+}
+
+/// Shutdown counters, for statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShutdownStats {
+    /// Polls that found objects still out.
+    pub waits: u64,
+    /// Warnings handed out.
+    pub warnings: u64,
+    /// Times the pool was released (0 or 1, by construction).
+    pub releases: u32,
+}
+
+/// The state machine's shared state, in the pool header.
+#[repr(C)]
+pub(crate) struct Shutdown {
+    state: AtomicU32,
+    releases: AtomicU32,
+    /// When draining began (ns, caller's clock).
+    drain_start: AtomicU64,
+    /// When the next warning is due.
+    next_warn: AtomicU64,
+    waits: AtomicU64,
+    warnings: AtomicU64,
+    retry_period: u64,
+    warn_period: u64,
+}
+
+impl Shutdown {
+    pub(crate) fn new(retry_period: u64, warn_period: u64) -> Shutdown {
+        Shutdown {
+            state: AtomicU32::new(PoolState::Active as u32),
+            releases: AtomicU32::new(0),
+            drain_start: AtomicU64::new(0),
+            next_warn: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            warnings: AtomicU64::new(0),
+            retry_period,
+            warn_period,
+        }
+    }
+
+    /// The current state.
+    #[inline]
+    pub(crate) fn state(&self) -> PoolState {
+        // Acquire pairs with the AcqRel CASes in `close` and `try_release`.
+        PoolState::from_raw(self.state.load(Ordering::Acquire))
+    }
+
+    /// Moves to `to` (`Draining` or `Orphaned`). From `Active` it starts the
+    /// clock; `Draining -> Orphaned` is allowed; `Orphaned -> Draining` keeps
+    /// `Orphaned`. Returns the state it left.
+    pub(crate) fn close(&self, to: PoolState, now: u64) -> Result<PoolState, PoolError> {
+        debug_assert!(to.is_closing());
+        let op = if to == PoolState::Orphaned { "orphan" } else { "drain" };
+        loop {
+            let cur = self.state();
+            let target = match cur {
+                PoolState::Released => return Err(PoolError::WrongState { op, state: cur }),
+                PoolState::Orphaned => return Ok(cur),
+                PoolState::Draining if to == PoolState::Draining => return Ok(cur),
+                _ => to,
+            };
+            if cur == PoolState::Active {
+                // Relaxed: published by the Release half of the CAS below.
+                self.drain_start.store(now, Ordering::Relaxed);
+                self.next_warn
+                    .store(now.saturating_add(self.warn_period), Ordering::Relaxed);
+            }
+            // AcqRel pairs with the Acquire load in `state`: whoever sees the
+            // new state sees the clock above.
+            if self
+                .state
+                .compare_exchange(cur as u32, target as u32, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(cur);
+            }
+        }
+    }
+
+    /// Moves a closing pool to `Released`. `true` for exactly one caller.
+    pub(crate) fn try_release(&self) -> bool {
+        loop {
+            let cur = self.state();
+            if !cur.is_closing() {
+                return false;
+            }
+            // AcqRel: the winner's later unmaps and the caller's free come
+            // after every put it counted; pairs with the Acquire in `state`.
+            if self
+                .state
+                .compare_exchange(cur as u32, PoolState::Released as u32, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                // Relaxed: statistics (and the exactly-once check in tests).
+                self.releases.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+        }
+    }
+
+    /// Nanoseconds since draining began.
+    pub(crate) fn waited(&self, now: u64) -> u64 {
+        // Relaxed: made visible by the Acquire load of the closing state.
+        now.saturating_sub(self.drain_start.load(Ordering::Relaxed))
+    }
+
+    /// Records a poll that found `inflight` objects out; warns at most once
+    /// per warn period across all pollers.
+    pub(crate) fn wait(&self, now: u64, inflight: i64) -> PollOutcome {
+        // Relaxed: statistics.
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        // Relaxed: only a deadline; the CAS below picks one warner.
+        let due = self.next_warn.load(Ordering::Relaxed);
+        if now >= due
+            && self
+                .next_warn
+                .compare_exchange(due, now.saturating_add(self.warn_period), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            // Relaxed: statistics.
+            self.warnings.fetch_add(1, Ordering::Relaxed);
+            return PollOutcome::Warn {
+                inflight,
+                waited_ns: self.waited(now),
+                retry_in_ns: self.retry_period,
+            };
+        }
+        PollOutcome::Waiting {
+            inflight,
+            retry_in_ns: self.retry_period,
+        }
+    }
+
+    /// Retry period (ns).
+    pub(crate) fn retry_period(&self) -> u64 {
+        self.retry_period
+    }
+
+    pub(crate) fn stats(&self) -> ShutdownStats {
+        // Relaxed: statistics.
+        ShutdownStats {
+            waits: self.waits.load(Ordering::Relaxed),
+            warnings: self.warnings.load(Ordering::Relaxed),
+            releases: self.releases.load(Ordering::Relaxed),
+        }
+    }
+}

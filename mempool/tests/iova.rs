@@ -1,0 +1,177 @@
+//! The IOVA table: newtypes, chunk records, ownership and IOVA lookups,
+//! bounds and overlap errors, and lookups racing registration.
+#![cfg(not(loom))]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mempool::{ChunkId, ChunkSpec, HeapPool, Iova, ObjIndex, PoolConfig, PoolError, VirtAddr, VirtRange, BAD_IOVA};
+
+fn spec(start: usize, len: usize, iova: Option<u64>, hdr: usize, stride: usize, count: usize) -> ChunkSpec {
+    ChunkSpec {
+        va: VirtRange::new(VirtAddr(start), len),
+        iova: iova.map(Iova),
+        first: VirtAddr(start + hdr),
+        stride,
+        count,
+    }
+}
+
+fn pool(objects: usize, max_chunks: usize) -> HeapPool {
+    HeapPool::new(&PoolConfig {
+        max_chunks,
+        ..PoolConfig::new(objects)
+    })
+    .unwrap()
+}
+
+#[test]
+fn newtypes() {
+    assert_eq!(Iova::from_raw(BAD_IOVA), None);
+    assert_eq!(Iova::from_raw(0x1000), Some(Iova(0x1000)));
+    assert_eq!(Iova::to_raw(None), u64::MAX);
+    let r = VirtRange::new(VirtAddr(100), 50);
+    assert!(r.contains(VirtAddr(100)) && r.contains(VirtAddr(149)));
+    assert!(!r.contains(VirtAddr(150)) && !r.contains(VirtAddr(99)));
+    assert!(r.overlaps(&VirtRange::new(VirtAddr(149), 1)));
+    assert!(!r.overlaps(&VirtRange::new(VirtAddr(150), 10)));
+    assert_eq!(VirtAddr(110).offset_from(VirtAddr(100)), Some(10));
+    assert_eq!(VirtAddr(90).offset_from(VirtAddr(100)), None);
+}
+
+#[test]
+fn chunks_registered_out_of_order_are_found() {
+    let p = pool(1000, 16);
+    // Three chunks, registered high, low, middle; one without an IOVA.
+    let hi = p.register_chunk(spec(0x30_0000, 0x1000, Some(0xC000_0000), 64, 128, 10)).unwrap();
+    let lo = p.register_chunk(spec(0x10_0000, 0x1000, Some(0xA000_0000), 64, 128, 20)).unwrap();
+    let mid = p.register_chunk(spec(0x20_0000, 0x1000, None, 0, 256, 5)).unwrap();
+    assert_eq!((hi.id, lo.id, mid.id), (ChunkId(0), ChunkId(1), ChunkId(2)));
+    // Dense object indices in registration order.
+    assert_eq!(hi.first_index, ObjIndex(0));
+    assert_eq!(lo.first_index, ObjIndex(10));
+    assert_eq!(mid.first_index, ObjIndex(30));
+    assert_eq!(p.populated(), 35);
+    assert_eq!(p.chunks(), 3);
+
+    let o = |base: usize, hdr: usize, stride: usize, i: usize| (base + hdr + i * stride) as *const u8;
+    assert_eq!(p.owns(o(0x10_0000, 64, 128, 0)), Some(ObjIndex(10)));
+    assert_eq!(p.owns(o(0x10_0000, 64, 128, 19)), Some(ObjIndex(29)));
+    assert_eq!(p.owns(o(0x10_0000, 64, 128, 20)), None, "past the run");
+    assert_eq!(p.owns(o(0x30_0000, 64, 128, 9)), Some(ObjIndex(9)));
+    assert_eq!(p.owns(o(0x20_0000, 0, 256, 4)), Some(ObjIndex(34)));
+    assert_eq!(p.owns((0x10_0000 + 64 + 1) as *const u8), None, "not on a boundary");
+    assert_eq!(p.owns(0x10_0000 as *const u8), None, "the header is not an object");
+    assert_eq!(p.owns(0x5 as *const u8), None);
+    assert_eq!(p.owns(0x40_0000 as *const u8), None);
+    assert_eq!(p.owns(core::ptr::null::<u8>()), None);
+
+    assert_eq!(p.iova_of(0x10_0010 as *const u8), Some(Iova(0xA000_0010)));
+    assert_eq!(p.iova_of(0x30_0fff as *const u8), Some(Iova(0xC000_0fff)));
+    assert_eq!(p.iova_of(0x30_1000 as *const u8), None, "one past the chunk");
+    assert_eq!(p.iova_of(0x20_0000 as *const u8), None, "chunk without IOVA");
+    assert_eq!(p.chunk_of(0x20_0100 as *const u8).map(|c| c.id), Some(ChunkId(2)));
+    assert_eq!(p.chunk(ChunkId(1)), Some(lo));
+    assert_eq!(p.chunk(ChunkId(3)), None);
+    assert_eq!(lo.iova_range().unwrap().len, 0x1000);
+}
+
+#[test]
+fn table_bound_overlap_and_bad_runs_are_errors() {
+    let p = pool(100, 2);
+    p.register_chunk(spec(0x1000, 0x100, None, 0, 16, 4)).unwrap();
+    let e = p.register_chunk(spec(0x10f0, 0x100, None, 0x10, 16, 4)).unwrap_err();
+    assert!(
+        matches!(e, PoolError::ChunkOverlap { existing: ChunkId(0), .. }),
+        "{e}"
+    );
+    p.register_chunk(spec(0x2000, 0x100, None, 0, 16, 4)).unwrap();
+    let e = p.register_chunk(spec(0x3000, 0x100, None, 0, 16, 4)).unwrap_err();
+    assert_eq!(
+        e,
+        PoolError::ChunkTableFull {
+            max_chunks: 2,
+            va: VirtRange::new(VirtAddr(0x3000), 0x100)
+        }
+    );
+    assert_eq!(e.errno(), -libc::ENOSPC);
+    assert_eq!(p.populated(), 8, "failed registrations populate nothing");
+
+    let p = pool(100, 8);
+    // Last object would start past the end.
+    let e = p.register_chunk(spec(0x1000, 0x100, None, 0, 16, 17)).unwrap_err();
+    assert!(matches!(e, PoolError::BadChunk { count: 17, .. }), "{e}");
+    assert!(p.register_chunk(spec(0x1000, 0x100, None, 0, 0, 1)).is_err());
+    assert!(p.register_chunk(spec(0x1000, 0x100, None, 0, 16, 0)).is_err());
+    assert!(p.register_chunk(spec(usize::MAX - 10, 0x100, None, 0, 16, 1)).is_err());
+    // More objects than the pool was sized for.
+    p.register_chunk(spec(0x1000, 0x1000, None, 0, 16, 90)).unwrap();
+    let e = p.register_chunk(spec(0x9000, 0x1000, None, 0, 16, 11)).unwrap_err();
+    assert_eq!(
+        e,
+        PoolError::TooManyObjects {
+            count: 11,
+            would_be: 101,
+            objects: 100
+        }
+    );
+    p.register_chunk(spec(0x9000, 0x1000, None, 0, 16, 10)).unwrap();
+    assert_eq!(p.populated(), 100);
+}
+
+#[test]
+fn many_chunks_binary_search() {
+    let n = 512;
+    let p = pool(n * 4, n);
+    // Register in a scrambled order.
+    for k in 0..n {
+        let i = (k * 197) % n;
+        p.register_chunk(spec(0x100_0000 + i * 0x1000, 0x1000, Some(i as u64 * 0x1_0000), 0x40, 0x100, 4))
+            .unwrap();
+    }
+    for i in 0..n {
+        let base = 0x100_0000 + i * 0x1000;
+        let c = p.chunk_of(base as *const u8).unwrap();
+        assert_eq!(c.va.start, VirtAddr(base));
+        assert_eq!(p.iova_of((base + 0x123) as *const u8), Some(Iova(i as u64 * 0x1_0000 + 0x123)));
+        let idx = p.owns((base + 0x40 + 3 * 0x100) as *const u8).unwrap();
+        assert_eq!(idx.0, c.first_index.0 + 3);
+    }
+}
+
+#[test]
+fn lookups_race_registration() {
+    let n = 200;
+    let p = Arc::new(pool(n * 2, n));
+    p.register_chunk(spec(0x5000_0000, 0x1000, Some(0x9000_0000), 0, 0x800, 2)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (p, stop, started) = (Arc::clone(&p), Arc::clone(&stop), Arc::clone(&started));
+        std::thread::spawn(move || {
+            let mut lookups = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                started.store(true, Ordering::Relaxed);
+                // The first chunk stays findable while others are inserted
+                // before and after it in address order.
+                assert_eq!(p.owns(0x5000_0800 as *const u8).map(|i| i.0), Some(1));
+                assert_eq!(p.iova_of(0x5000_0010 as *const u8), Some(Iova(0x9000_0010)));
+                lookups += 1;
+            }
+            lookups
+        })
+    };
+    while !started.load(Ordering::Relaxed) {
+        std::thread::yield_now();
+    }
+    for k in 1..n {
+        std::thread::yield_now();
+        let i = if k % 2 == 0 { 0x5000_0000 + k * 0x1000 } else { 0x5000_0000 - k * 0x1000 };
+        p.register_chunk(spec(i, 0x1000, None, 0, 0x800, 2)).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    assert_eq!(p.chunks(), n);
+}

@@ -1,0 +1,161 @@
+//! The pool as a whole: init/attach by magic in caller memory, exhaustion
+//! (all-or-nothing, nothing lost, recovery), error values and errno.
+#![cfg(not(loom))]
+
+mod common;
+
+use core::ptr::{null_mut, NonNull};
+
+use common::*;
+use mempool::{PoolConfig, PoolCore, PoolError, PoolState};
+
+fn cfg() -> PoolConfig {
+    PoolConfig {
+        max_lcores: 4,
+        cache_size: Some(16),
+        ..PoolConfig::new(100)
+    }
+}
+
+#[test]
+fn attach_finds_the_same_pool_in_the_same_memory() {
+    let pool = populated_pool(cfg(), 0);
+    // SAFETY: the memory is the live pool's block.
+    let other = unsafe { PoolCore::attach(pool.as_ptr()) }.unwrap();
+    let mut o = [null_mut(); 3];
+    other.get_any(&mut o).unwrap();
+    assert_eq!(pool.inflight(), 3);
+    pool.put_any(&o).unwrap();
+    assert_eq!(other.available(), 100);
+    assert_eq!(other.layout(), pool.layout());
+}
+
+#[test]
+fn attach_rejects_memory_without_a_pool() {
+    let mut junk = vec![0u128; 1024];
+    let p = NonNull::new(junk.as_mut_ptr().cast::<u8>()).unwrap();
+    // SAFETY: `junk` is readable and larger than a pool header.
+    let e = unsafe { PoolCore::attach(p) }.err().unwrap();
+    assert_eq!(e, PoolError::NotAPool { addr: p.as_ptr() as usize });
+    assert_eq!(e.errno(), -libc::EINVAL);
+}
+
+#[test]
+fn init_in_caller_memory_holds_no_pointers() {
+    // Initialise in one buffer, copy the bytes elsewhere: the copy is a
+    // working pool (offsets, not pointers), as a secondary mapping the
+    // memzone at another address would need.
+    let layout = cfg().layout().unwrap();
+    let words = layout.bytes.div_ceil(128);
+    #[repr(align(128))]
+    #[derive(Clone, Copy)]
+    struct Line([u8; 128]);
+    let mut a = vec![Line([0; 128]); words];
+    let mut b = vec![Line([0; 128]); words];
+    let pa = NonNull::new(a.as_mut_ptr().cast::<u8>()).unwrap();
+    // SAFETY: `a` is large and aligned enough and outlives `pool`.
+    let pool = unsafe { PoolCore::init(pa, &layout) };
+    pool.register_chunk(chunk_spec(100)).unwrap();
+    for i in 0..100 {
+        // SAFETY: single thread.
+        unsafe { pool.put(1, &[obj(i)]) }.unwrap();
+    }
+    b.copy_from_slice(&a);
+    drop(a);
+    let pb = NonNull::new(b.as_mut_ptr().cast::<u8>()).unwrap();
+    // SAFETY: `b` holds a byte copy of an initialised pool.
+    let copy = unsafe { PoolCore::attach(pb) }.unwrap();
+    assert_eq!(copy.available(), 100);
+    assert_eq!(copy.owns(obj(42)).map(|i| i.0), Some(42));
+    let mut all = vec![null_mut(); 100];
+    // SAFETY: single thread.
+    unsafe { copy.get(1, &mut all) }.unwrap();
+    let mut idx: Vec<_> = all.iter().map(|&p| idx(p)).collect();
+    idx.sort_unstable();
+    assert_eq!(idx, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn exhaustion_is_all_or_nothing_and_recovers() {
+    let pool = populated_pool(cfg(), 0);
+    for lcore in [0u32, 3, u32::MAX] {
+        let mut all = vec![null_mut(); 101];
+        // SAFETY: single thread.
+        let e = unsafe { pool.get(lcore, &mut all) }.unwrap_err();
+        assert!(matches!(e, PoolError::Exhausted { requested: 101, .. }), "{e}");
+        assert_eq!(e.errno(), -libc::ENOBUFS);
+        assert_eq!(pool.inflight(), 0, "a failed get hands out nothing");
+        assert_eq!(pool.available(), 100);
+        assert_conserved(&pool);
+    }
+    // Take everything, one lcore at a time, then fail, then recover.
+    let mut held = Vec::new();
+    let mut o = [null_mut(); 7];
+    let mut l = 0u32;
+    loop {
+        // SAFETY: single thread.
+        match unsafe { pool.get(l % 4, &mut o) } {
+            Ok(()) => held.extend_from_slice(&o),
+            Err(PoolError::Exhausted { .. }) => {
+                // SAFETY: single thread: every lcore is quiescent.
+                if unsafe { pool.flush_all_quiescent() }.unwrap() == 0 && pool.ring().len() < 7 {
+                    break;
+                }
+            }
+            Err(e) => panic!("{e}"),
+        }
+        l += 1;
+        assert_conserved(&pool);
+    }
+    assert_eq!(held.len(), 98);
+    let mut rest = [null_mut(); 2];
+    pool.get_any(&mut rest).unwrap();
+    held.extend_from_slice(&rest);
+    assert_eq!(pool.available(), 0);
+    assert!(pool.get_any(&mut rest[..1]).is_err());
+    // Recovery: return everything, then a full-size get works.
+    pool.put_any(&held).unwrap();
+    let mut all = vec![null_mut(); 100];
+    pool.get_any(&mut all).unwrap();
+    pool.put_any(&all).unwrap();
+    assert_exactly_once(&pool);
+}
+
+#[test]
+fn empty_bulks_and_null_objects() {
+    let pool = populated_pool(cfg(), 0);
+    // SAFETY: single thread.
+    unsafe {
+        pool.get(0, &mut []).unwrap();
+        pool.put(0, &[]).unwrap();
+    }
+    pool.get_any(&mut []).unwrap();
+    pool.put_any(&[]).unwrap();
+    assert_eq!(
+        pool.put_any(&[obj(0), null_mut()]).unwrap_err(),
+        PoolError::NullObject { index: 1 }
+    );
+    assert_eq!(pool.available(), 100, "failed put inserted nothing");
+}
+
+#[test]
+fn overfull_put_is_refused_whole() {
+    // Returning objects that never went out (a double free with validation
+    // off) eventually overflows the ring: refused, nothing inserted.
+    let pool = populated_pool(cfg(), u32::MAX);
+    let e = pool.put_any(&[obj(1), obj(2)]).unwrap_err();
+    assert_eq!(e, PoolError::Overfull { requested: 2 });
+    assert_eq!(pool.ring().len(), 100);
+}
+
+#[test]
+fn stats_report_configuration() {
+    let pool = populated_pool(cfg(), 0);
+    let s = pool.stats();
+    assert_eq!((s.objects, s.populated, s.cache_size, s.max_lcores), (100, 100, 16, 4));
+    assert_eq!(s.state, PoolState::Active);
+    assert_eq!(s.chunks, 1);
+    assert!(!s.validate);
+    assert_eq!(s.accounting, mempool::ACCOUNTING);
+    assert_eq!(s.in_ring + s.in_caches, 100);
+}

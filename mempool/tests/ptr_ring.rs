@@ -1,0 +1,264 @@
+//! Edge cases of the batched ptr_ring, single-threaded, plus a multi-thread
+//! stress test checking every object is delivered exactly once.
+#![cfg(not(loom))]
+
+use core::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use mempool::{HeapRing, RingError, RingLayout};
+
+fn obj(i: usize) -> *mut c_void {
+    // Never dereferenced: the ring only stores addresses.
+    (i + 1) as *mut c_void
+}
+
+fn idx(p: *mut c_void) -> usize {
+    p as usize - 1
+}
+
+#[test]
+fn layout_holds_capacity_plus_batch_lag() {
+    for cap in [1, 2, 3, 63, 64, 65, 1000, 4096, 262_144] {
+        let l = RingLayout::for_capacity(cap).unwrap();
+        assert!(l.slots.is_power_of_two());
+        assert!(l.slots >= cap + l.batch - 1, "{l:?}");
+        assert_eq!(l.batch, if cap >= 64 { 16 } else { 1 });
+        assert!(l.bytes >= l.slots * 8);
+    }
+    assert!(RingLayout::for_capacity(0).is_none());
+    assert!(RingLayout::with_batch(4, 5).is_none());
+    assert!(matches!(
+        RingLayout::try_with_batch(0, 1),
+        Err(RingError::BadCapacity { .. })
+    ));
+}
+
+#[test]
+fn capacity_one_and_two() {
+    for cap in [1usize, 2] {
+        let r = HeapRing::with_capacity(cap).unwrap();
+        assert!(r.is_empty());
+        for round in 0..10 {
+            let objs: Vec<_> = (0..cap).map(|i| obj(round * 10 + i)).collect();
+            r.enqueue_bulk(&objs).unwrap();
+            assert_eq!(r.len(), cap);
+            assert!(!r.is_empty());
+            assert_eq!(
+                r.enqueue_bulk(&[obj(99)]),
+                Err(RingError::NoSpace { requested: 1 })
+            );
+            let mut out = vec![core::ptr::null_mut(); cap];
+            r.dequeue_bulk(&mut out).unwrap();
+            assert_eq!(out, objs, "FIFO order");
+            assert!(r.is_empty());
+            assert_eq!(r.len(), 0);
+        }
+    }
+}
+
+#[test]
+fn full_ring_of_a_pool_always_takes_every_object_back() {
+    // Whatever the batch lag, a ring sized for n takes all n back.
+    for (cap, batch) in [(64usize, 16usize), (100, 16), (8, 4), (5, 3), (1000, 16)] {
+        let r = HeapRing::new(RingLayout::with_batch(cap, batch).unwrap());
+        let all: Vec<_> = (0..cap).map(obj).collect();
+        r.enqueue_bulk(&all).unwrap();
+        let mut held = Vec::new();
+        // Drain and refill in odd-sized steps so head/tail sit at every offset.
+        for step in 1..=7usize {
+            for _ in 0..(3 * cap) {
+                let k = step.min(cap - held.len()).max(1);
+                if held.len() + k <= cap {
+                    let mut out = vec![core::ptr::null_mut(); k];
+                    r.dequeue_bulk(&mut out).unwrap();
+                    held.extend(out);
+                }
+                // Everything held must go back in, every time.
+                r.enqueue_bulk(&held).unwrap();
+                held.clear();
+                assert_eq!(r.len(), cap);
+            }
+        }
+        let mut out = vec![core::ptr::null_mut(); cap];
+        r.dequeue_bulk(&mut out).unwrap();
+        let mut seen: Vec<_> = out.into_iter().map(idx).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..cap).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn wrap_around_keeps_fifo_order() {
+    let r = HeapRing::new(RingLayout::with_batch(6, 2).unwrap());
+    let mut next_in = 0;
+    let mut next_out = 0;
+    for _ in 0..1000 {
+        let k = 1 + next_in % 4;
+        let objs: Vec<_> = (next_in..next_in + k).map(obj).collect();
+        r.enqueue_bulk(&objs).unwrap();
+        next_in += k;
+        let mut out = vec![core::ptr::null_mut(); k];
+        r.dequeue_bulk(&mut out).unwrap();
+        for o in out {
+            assert_eq!(idx(o), next_out);
+            next_out += 1;
+        }
+    }
+}
+
+#[test]
+fn bulk_is_all_or_nothing() {
+    let r = HeapRing::with_capacity(8).unwrap();
+    let objs: Vec<_> = (0..5).map(obj).collect();
+    r.enqueue_bulk(&objs).unwrap();
+    // 4 more do not fit: nothing of them goes in.
+    let more: Vec<_> = (10..14).map(obj).collect();
+    assert_eq!(
+        r.enqueue_bulk(&more),
+        Err(RingError::NoSpace { requested: 4 })
+    );
+    assert_eq!(r.len(), 5);
+    // 6 are not there: nothing comes out, `out` untouched.
+    let mut out = vec![obj(77); 6];
+    assert_eq!(
+        r.dequeue_bulk(&mut out),
+        Err(RingError::NotEnough { requested: 6 })
+    );
+    assert!(out.iter().all(|&o| o == obj(77)));
+    assert_eq!(r.len(), 5);
+    let mut out = vec![core::ptr::null_mut(); 5];
+    r.dequeue_bulk(&mut out).unwrap();
+    assert_eq!(out, objs);
+}
+
+#[test]
+fn bulk_larger_than_capacity_and_zero_length() {
+    let r = HeapRing::with_capacity(4).unwrap();
+    let objs: Vec<_> = (0..5).map(obj).collect();
+    let e = r.enqueue_bulk(&objs).unwrap_err();
+    assert_eq!(
+        e,
+        RingError::BulkTooLarge {
+            requested: 5,
+            capacity: 4
+        }
+    );
+    assert_eq!(e.errno(), -libc_enobufs());
+    assert!(e.to_string().contains("exceeds ring capacity 4"));
+    let mut out = vec![core::ptr::null_mut(); 5];
+    assert!(matches!(
+        r.dequeue_bulk(&mut out),
+        Err(RingError::BulkTooLarge { .. })
+    ));
+    assert_eq!(r.enqueue_bulk(&[]), Ok(()));
+    assert_eq!(r.dequeue_bulk(&mut []), Ok(()));
+    assert_eq!(r.dequeue_burst(&mut []), 0);
+    assert!(r.is_empty());
+}
+
+fn libc_enobufs() -> i32 {
+    105 // ENOBUFS on Linux
+}
+
+#[test]
+fn null_object_is_rejected_and_nothing_inserted() {
+    let r = HeapRing::with_capacity(8).unwrap();
+    let objs = [obj(1), core::ptr::null_mut(), obj(3)];
+    let e = r.enqueue_bulk(&objs).unwrap_err();
+    assert_eq!(e, RingError::NullObject { index: 1 });
+    assert_eq!(e.errno(), -22);
+    assert!(r.is_empty());
+    assert_eq!(r.len(), 0);
+}
+
+#[test]
+fn burst_takes_what_is_there() {
+    let r = HeapRing::with_capacity(100).unwrap();
+    let objs: Vec<_> = (0..30).map(obj).collect();
+    r.enqueue_bulk(&objs).unwrap();
+    let mut out = vec![core::ptr::null_mut(); 64];
+    assert_eq!(r.dequeue_burst(&mut out), 30);
+    assert_eq!(&out[..30], &objs[..]);
+    assert_eq!(r.dequeue_burst(&mut out), 0);
+    assert!(r.is_empty());
+}
+
+/// Producers and consumers on separate threads, bulk sizes 1..=64, every
+/// object delivered exactly once (per-object counters).
+fn stress(producers: usize, consumers: usize, total: usize) {
+    const CAP: usize = 4096;
+    let r = Arc::new(HeapRing::with_capacity(CAP).unwrap());
+    let delivered: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());
+    let consumed = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::new();
+    for p in 0..producers {
+        let r = r.clone();
+        handles.push(std::thread::spawn(move || {
+            let mut i = p;
+            let mut bulk = 1 + p;
+            let mut batch = Vec::with_capacity(64);
+            while i < total {
+                batch.clear();
+                while batch.len() < bulk && i < total {
+                    batch.push(obj(i));
+                    i += producers;
+                }
+                while r.enqueue_bulk(&batch).is_err() {
+                    std::thread::yield_now();
+                }
+                bulk = bulk % 64 + 1;
+            }
+        }));
+    }
+    for c in 0..consumers {
+        let r = r.clone();
+        let delivered = delivered.clone();
+        let consumed = consumed.clone();
+        let done = done.clone();
+        handles.push(std::thread::spawn(move || {
+            let mut bulk = 1 + c * 7;
+            let mut out = vec![core::ptr::null_mut(); 64];
+            while !done.load(Ordering::Acquire) {
+                let n = if bulk % 3 == 0 {
+                    r.dequeue_burst(&mut out[..bulk])
+                } else if r.dequeue_bulk(&mut out[..bulk]).is_ok() {
+                    bulk
+                } else {
+                    // Fall back to single objects so the tail drains.
+                    r.dequeue_burst(&mut out[..1])
+                };
+                for &o in &out[..n] {
+                    let prev = delivered[idx(o)].fetch_add(1, Ordering::Relaxed);
+                    assert_eq!(prev, 0, "object {} delivered twice", idx(o));
+                }
+                if n == 0 {
+                    std::thread::yield_now();
+                } else if consumed.fetch_add(n, Ordering::AcqRel) + n == total {
+                    done.store(true, Ordering::Release);
+                }
+                bulk = bulk % 64 + 1;
+            }
+        }));
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(consumed.load(Ordering::Acquire), total);
+    assert!(delivered.iter().all(|d| d.load(Ordering::Relaxed) == 1));
+    assert!(r.is_empty());
+}
+
+#[test]
+fn stress_2p2c_every_object_exactly_once() {
+    // 10^7 in release builds (`make test`), fewer in debug.
+    let total = if cfg!(debug_assertions) { 200_000 } else { 10_000_000 };
+    stress(2, 2, total);
+}
+
+#[test]
+fn stress_1p1c_every_object_exactly_once() {
+    let total = if cfg!(debug_assertions) { 200_000 } else { 2_000_000 };
+    stress(1, 1, total);
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0
+ *
+ * C API of the ptr_ring mempool handler (librte_mempool_ptr_ring.so).
+ * Select the handler with `-d librte_mempool_ptr_ring.so
+ * --mbuf-pool-ops-name ptr_ring`; these functions are optional extras.
+ */
+#ifndef RTE_MEMPOOL_PTR_RING_H
+#define RTE_MEMPOOL_PTR_RING_H
+
+#include <stdint.h>
+#include <rte_mempool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ptr_ring_stats {
+	uint64_t size;               /* objects the pool was created for */
+	uint64_t populated;          /* objects laid out by populate */
+	uint64_t in_ring;            /* objects in the ring */
+	uint64_t in_caches;          /* objects in the handler's per-lcore caches */
+	int64_t inflight;            /* objects out (application, DPDK caches) */
+	uint64_t hold;               /* objects handed out, ever */
+	uint64_t release;            /* objects taken back, ever (incl. initial fill) */
+	uint64_t iova_chunks;        /* IOVA table records */
+	uint64_t dma_maps;           /* DMA map calls */
+	uint64_t dma_unmaps;         /* DMA unmap calls */
+	uint64_t rejected_foreign;   /* validation: foreign pointers rejected */
+	uint64_t rejected_double_free; /* validation: double frees rejected */
+	uint32_t validation;         /* 1 when validation mode is on */
+	uint32_t state;              /* 0 active, 1 draining, 2 released, 3 orphaned */
+};
+
+/* 0, or -EINVAL when mp does not use the ptr_ring handler. */
+int ptr_ring_stats(const struct rte_mempool *mp, struct ptr_ring_stats *out);
+
+/* Moves lcore's handler cache back to the ring. lcore must be quiescent
+ * (no get/put on mp during the call). Returns objects moved or -errno. */
+int ptr_ring_flush_lcore_cache(const struct rte_mempool *mp, unsigned int lcore);
+
+/* Index of ptr_ring in this process's mempool ops table, or -1. Every process
+ * sharing pools must load the same -d plugins in the same order, so that this
+ * index is the same everywhere. */
+int ptr_ring_ops_index(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

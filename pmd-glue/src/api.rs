@@ -1,0 +1,153 @@
+//! A safe Rust API for DPDK programs written in Rust: initialise EAL, create
+//! an mbuf pool served by this handler, get and put mbufs, read its counters.
+
+use core::ptr::NonNull;
+use std::ffi::CString;
+
+use dpdk_sys as sys;
+use mempool::PoolStats;
+
+use crate::error::GlueError;
+use crate::{ops, zone};
+
+/// Initialises EAL with `args` (the program name first, as in `argv`).
+/// Returns the number of arguments EAL consumed.
+pub fn eal_init<S: AsRef<str>>(args: &[S]) -> Result<usize, GlueError> {
+    let owned: Vec<CString> = args
+        .iter()
+        .map(|a| CString::new(a.as_ref()).map_err(|_| GlueError::BadArg { arg: a.as_ref().into() }))
+        .collect::<Result<_, _>>()?;
+    let mut ptrs: Vec<*mut core::ffi::c_char> = owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
+    // SAFETY: argc/argv valid for the call; EAL keeps no pointer into argv
+    // strings past init except for the copy it makes.
+    let r = unsafe { sys::rte_eal_init(ptrs.len() as i32, ptrs.as_mut_ptr()) };
+    std::mem::forget(owned); // EAL may keep pointers into argv.
+    if r < 0 {
+        return Err(GlueError::Dpdk {
+            call: "rte_eal_init",
+            errno: -sys::errno(),
+        });
+    }
+    Ok(r as usize)
+}
+
+/// Makes sure the ptr_ring ops are registered in this process (programs that
+/// link this crate instead of loading the .so with `-d`).
+pub fn ensure_registered() -> Result<i32, GlueError> {
+    crate::init();
+    ops::lookup_index().ok_or(GlueError::NotRegistered {
+        name: ops::OPS_NAME.into(),
+        errno: -libc::ENOENT,
+    })
+}
+
+/// An mbuf pool (`rte_pktmbuf_pool_create_by_ops`) served by ptr_ring.
+/// Freed on drop.
+pub struct MbufPool {
+    mp: NonNull<sys::rte_mempool>,
+}
+
+// SAFETY: a mempool is meant to be shared between threads; every operation
+// we expose is thread-safe in DPDK.
+unsafe impl Send for MbufPool {}
+// SAFETY: as above.
+unsafe impl Sync for MbufPool {}
+
+impl MbufPool {
+    /// Creates a pool of `n` mbufs with DPDK cache `cache_size` and data room
+    /// `data_room` on `socket` (`-1`: any).
+    pub fn create(name: &str, n: u32, cache_size: u32, data_room: u16, socket: i32) -> Result<MbufPool, GlueError> {
+        ensure_registered()?;
+        let cname = CString::new(name).map_err(|_| GlueError::BadArg { arg: name.into() })?;
+        let ops_name = CString::new(ops::OPS_NAME).expect("literal");
+        // SAFETY: valid strings; DPDK returns null with rte_errno on failure.
+        let mp = unsafe {
+            sys::rte_pktmbuf_pool_create_by_ops(cname.as_ptr(), n, cache_size, 0, data_room, socket, ops_name.as_ptr())
+        };
+        NonNull::new(mp).map(|mp| MbufPool { mp }).ok_or(GlueError::Dpdk {
+            call: "rte_pktmbuf_pool_create_by_ops",
+            errno: -sys::errno(),
+        })
+    }
+
+    /// The raw mempool.
+    pub fn as_ptr(&self) -> *mut sys::rte_mempool {
+        self.mp.as_ptr()
+    }
+
+    /// One mbuf, or `None` when the pool is exhausted.
+    pub fn alloc(&self) -> Option<Mbuf> {
+        // SAFETY: a live pool.
+        NonNull::new(unsafe { sys::rte_pktmbuf_alloc(self.mp.as_ptr()) }).map(|m| Mbuf { m })
+    }
+
+    /// `n` mbufs, all or none.
+    pub fn alloc_bulk(&self, n: usize) -> Option<Vec<Mbuf>> {
+        let mut raw: Vec<*mut sys::rte_mbuf> = vec![core::ptr::null_mut(); n];
+        // SAFETY: a live pool and room for `n` pointers.
+        let r = unsafe { sys::rte_pktmbuf_alloc_bulk(self.mp.as_ptr(), raw.as_mut_ptr(), n as u32) };
+        (r == 0).then(|| {
+            raw.into_iter()
+                .map(|m| Mbuf {
+                    m: NonNull::new(m).expect("alloc_bulk fills every slot"),
+                })
+                .collect()
+        })
+    }
+
+    /// Objects available (handler + DPDK caches), `rte_mempool_avail_count`.
+    pub fn available(&self) -> u32 {
+        // SAFETY: a live pool.
+        unsafe { sys::rte_mempool_avail_count(self.mp.as_ptr()) }
+    }
+
+    /// Objects the pool holds.
+    pub fn size(&self) -> u32 {
+        // SAFETY: a live pool.
+        unsafe { (*self.mp.as_ptr()).size }
+    }
+
+    /// The handler's counters.
+    pub fn stats(&self) -> Result<PoolStats, GlueError> {
+        // SAFETY: a live pool created with our ops.
+        let z = unsafe { zone::attach(self.mp.as_ptr()) }?;
+        Ok(z.core.stats())
+    }
+}
+
+impl Drop for MbufPool {
+    fn drop(&mut self) {
+        // SAFETY: we own the pool; no Mbuf can outlive... callers must return
+        // mbufs first, as with any DPDK pool (the handler reports leaks).
+        unsafe { sys::rte_mempool_free(self.mp.as_ptr()) };
+    }
+}
+
+/// One mbuf, returned to its pool on drop.
+pub struct Mbuf {
+    m: NonNull<sys::rte_mbuf>,
+}
+
+// SAFETY: an mbuf may be freed from any thread.
+unsafe impl Send for Mbuf {}
+
+impl Mbuf {
+    /// The raw mbuf.
+    pub fn as_ptr(&self) -> *mut sys::rte_mbuf {
+        self.m.as_ptr()
+    }
+
+    /// Gives up ownership without freeing.
+    pub fn into_raw(self) -> *mut sys::rte_mbuf {
+        let p = self.m.as_ptr();
+        core::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for Mbuf {
+    fn drop(&mut self) {
+        // SAFETY: we own the mbuf.
+        unsafe { sys::rte_pktmbuf_free(self.m.as_ptr()) };
+    }
+}

@@ -1,0 +1,106 @@
+//! C API, declared in `include/rte_mempool_ptr_ring.h`.
+
+use core::ffi::{c_int, c_uint};
+
+use dpdk_sys as sys;
+
+use crate::{ops, zone};
+
+/// Counters of one pool (mirrors `struct ptr_ring_stats` in the C header).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PtrRingStats {
+    /// Objects the pool was created for.
+    pub size: u64,
+    /// Objects laid out by populate.
+    pub populated: u64,
+    /// Objects in the ring.
+    pub in_ring: u64,
+    /// Objects in the handler's per-lcore caches.
+    pub in_caches: u64,
+    /// Objects out with the application (and DPDK's own caches).
+    pub inflight: i64,
+    /// Objects handed out, ever.
+    pub hold: u64,
+    /// Objects taken back, ever (including the initial fill).
+    pub release: u64,
+    /// IOVA-table records.
+    pub iova_chunks: u64,
+    /// DMA map calls made.
+    pub dma_maps: u64,
+    /// DMA unmap calls made.
+    pub dma_unmaps: u64,
+    /// Foreign pointers rejected (validation mode).
+    pub rejected_foreign: u64,
+    /// Double frees rejected (validation mode).
+    pub rejected_double_free: u64,
+    /// 1 when validation mode is on.
+    pub validation: u32,
+    /// 0 active, 1 draining, 2 released, 3 orphaned (see `mempool::PoolState`).
+    pub state: u32,
+}
+
+/// Fills `out` with the counters of `mp`. Returns 0, or -EINVAL when `mp`
+/// does not use the ptr_ring handler.
+///
+/// # Safety
+/// `mp` is a valid mempool (or null), `out` valid for writes (or null).
+#[no_mangle]
+pub unsafe extern "C" fn ptr_ring_stats(mp: *const sys::rte_mempool, out: *mut PtrRingStats) -> c_int {
+    if mp.is_null() || out.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
+        return -libc::EINVAL;
+    }
+    // SAFETY: a valid mempool of ours (caller's contract, checked above).
+    let Ok(z) = (unsafe { zone::attach(mp) }) else {
+        return -libc::EINVAL;
+    };
+    let s = z.core.stats();
+    // SAFETY: `out` valid for writes (caller's contract).
+    unsafe {
+        out.write(PtrRingStats {
+            size: (*mp).size as u64,
+            populated: s.populated as u64,
+            in_ring: s.in_ring as u64,
+            in_caches: s.in_caches as u64,
+            inflight: s.inflight,
+            hold: s.hold,
+            release: s.release,
+            iova_chunks: s.chunks as u64,
+            dma_maps: s.dma_maps,
+            dma_unmaps: s.dma_unmaps,
+            rejected_foreign: s.rejected.foreign,
+            rejected_double_free: s.rejected.double_free,
+            validation: s.validate as u32,
+            state: s.state as u32,
+        })
+    };
+    0
+}
+
+/// Moves the handler cache of `lcore` back to the ring; returns the number of
+/// objects moved or a negative errno. `lcore` must be quiescent: not running
+/// any get or put on this pool during the call.
+///
+/// # Safety
+/// `mp` is a valid mempool; `lcore` is quiescent.
+#[no_mangle]
+pub unsafe extern "C" fn ptr_ring_flush_lcore_cache(mp: *const sys::rte_mempool, lcore: c_uint) -> c_int {
+    if mp.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
+        return -libc::EINVAL;
+    }
+    // SAFETY: valid mempool of ours.
+    match unsafe { zone::attach(mp) } {
+        // SAFETY: the caller guarantees `lcore` is quiescent.
+        Ok(z) => match unsafe { z.core.flush_lcore(lcore) } {
+            Ok(n) => n as c_int,
+            Err(e) => e.errno(),
+        },
+        Err(e) => e.errno(),
+    }
+}
+
+/// Index of the ptr_ring ops in this process's ops table, or -1.
+#[no_mangle]
+pub extern "C" fn ptr_ring_ops_index() -> c_int {
+    ops::lookup_index().unwrap_or(-1)
+}

@@ -1,0 +1,377 @@
+//! The `rte_mempool_ops` callbacks: each a thin translation onto
+//! [`mempool::PoolCore`], then the ops table and its registration.
+//! Nothing here panics across `extern "C"`: errors become negative errno.
+
+use core::ffi::{c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use dpdk_sys as sys;
+use mempool::{ChunkSpec, Iova, PoolConfig, PoolError, VirtAddr, VirtRange};
+
+use crate::error::GlueError;
+use crate::log::Level;
+use crate::{log, settings, zone};
+
+/// Name under which the handler registers.
+pub const OPS_NAME: &str = "ptr_ring";
+
+/// Our index in this process's `rte_mempool_ops_table`, or -1.
+pub static OPS_INDEX: AtomicI32 = AtomicI32::new(-1);
+
+/// Runs `f`, turning a panic (only possible in builds that unwind) into
+/// `-EFAULT` instead of unwinding into C.
+#[inline(always)]
+fn guard(what: &str, f: impl FnOnce() -> c_int) -> c_int {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(_) => {
+            log!(Level::Err, "internal error (panic) in {what}");
+            -libc::EFAULT
+        }
+    }
+}
+
+fn pool_name(mp: *const sys::rte_mempool) -> String {
+    // SAFETY: DPDK passes a valid mempool whose name is NUL-terminated.
+    zone::cstr_field(unsafe { &(*mp).name })
+}
+
+fn report(mp: *const sys::rte_mempool, what: &str, e: &GlueError) -> c_int {
+    log!(Level::Err, "{what} on pool {}: {e}", pool_name(mp));
+    e.errno()
+}
+
+/// Page size the mempool library uses to keep objects within pages.
+fn page_size(mp: *mut sys::rte_mempool) -> usize {
+    let mut pg: usize = 0;
+    // SAFETY: valid mempool, valid out pointer.
+    if unsafe { sys::rte_mempool_get_page_size(mp, &mut pg) } < 0 {
+        0
+    } else {
+        pg
+    }
+}
+
+fn elt_total(mp: *const sys::rte_mempool) -> usize {
+    // SAFETY: DPDK passes a valid mempool.
+    unsafe { ((*mp).header_size + (*mp).elt_size + (*mp).trailer_size) as usize }
+}
+
+/// The pool configuration for `mp`: object count from DPDK, the rest from the
+/// settings read at load, and enough IOVA-table records for the object runs
+/// `populate` will register (one per page when objects are kept within pages).
+fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
+    let s = settings::get();
+    // SAFETY: DPDK passes a valid mempool.
+    let objects = unsafe { (*mp).size } as usize;
+    let mut cfg = PoolConfig::new(objects);
+    cfg.max_lcores = sys::RTE_MAX_LCORE;
+    cfg.validate = s.validate;
+    cfg.cache_size = s.cache_size;
+    let pg = page_size(mp);
+    let total = elt_total(mp).max(1);
+    let runs = if pg == 0 || total > pg {
+        0
+    } else {
+        objects.div_ceil(pg / total)
+    };
+    cfg.max_chunks = (runs + 256).min(mempool::config::MAX_CHUNKS);
+    if let Some(c) = cfg.cache_size {
+        cfg.cache_size = Some(c.min(PoolConfig::max_cache_size(objects)));
+    }
+    cfg
+}
+
+unsafe extern "C" fn alloc(mp: *mut sys::rte_mempool) -> c_int {
+    guard("alloc", || {
+        let cfg = config_for(mp);
+        // SAFETY: DPDK calls alloc with a valid mempool.
+        let ops_index = unsafe { (*mp).ops_index };
+        // SAFETY: as above.
+        match unsafe { zone::create(mp, &cfg, ops_index) } {
+            Ok(z) => {
+                log!(
+                    Level::Info,
+                    "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}), validation {}",
+                    pool_name(mp),
+                    cfg.objects,
+                    z.core.cache_size(),
+                    z.core.ring().slots(),
+                    z.core.ring().batch(),
+                    if cfg.validate { "on" } else { "off" }
+                );
+                0
+            }
+            Err(e) => report(mp, "alloc", &e),
+        }
+    })
+}
+
+unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
+    guard("free", || {
+        // SAFETY: DPDK calls free with a valid mempool.
+        match unsafe { zone::attach(mp) } {
+            Ok(z) => {
+                let st = z.core.stats();
+                // The library has just taken back, one at a time, every
+                // object it could; the failures at the end are the objects
+                // that never came back.
+                let missing = z.header.trailing_get_failures.load(Ordering::Relaxed);
+                if missing > 0 {
+                    log!(
+                        Level::Warning,
+                        "pool {} freed with {missing} objects not returned (still with the \
+                         application, or in DPDK's per-lcore mempool cache)",
+                        pool_name(mp)
+                    );
+                } else {
+                    log!(
+                        Level::Info,
+                        "pool {} freed: every object returned (hold {}, release {})",
+                        pool_name(mp),
+                        st.hold,
+                        st.release
+                    );
+                }
+                if let Err(e) = zone::destroy(&pool_name(mp)) {
+                    report(mp, "free", &e);
+                }
+                0
+            }
+            Err(e) => report(mp, "free", &e),
+        }
+    });
+}
+
+unsafe extern "C" fn enqueue(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
+    guard("enqueue", || {
+        // SAFETY: DPDK passes its own mempool.
+        let z = match unsafe { zone::attach(mp) } {
+            Ok(z) => z,
+            Err(e) => return report(mp, "enqueue", &e),
+        };
+        // SAFETY: DPDK passes `n` valid object pointers.
+        let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
+        // SAFETY: `lcore_id()` is the calling thread's own lcore id (or
+        // LCORE_ID_ANY, which bypasses the caches).
+        match unsafe { z.core.put(sys::lcore_id(), objs) } {
+            Ok(()) => {
+                // Relaxed: a hint for `free`; see ZoneHeader.
+                if z.header.trailing_get_failures.load(Ordering::Relaxed) != 0 {
+                    z.header.trailing_get_failures.store(0, Ordering::Relaxed);
+                }
+                0
+            }
+            Err(e) => put_failed(mp, e),
+        }
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn put_failed(mp: *mut sys::rte_mempool, e: PoolError) -> c_int {
+    report(mp, "enqueue", &GlueError::Core(e))
+}
+
+unsafe extern "C" fn dequeue(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
+    guard("dequeue", || {
+        // SAFETY: DPDK passes its own mempool.
+        let z = match unsafe { zone::attach(mp) } {
+            Ok(z) => z,
+            Err(e) => return report(mp, "dequeue", &e),
+        };
+        // SAFETY: DPDK passes room for `n` object pointers.
+        let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
+        // SAFETY: as in `enqueue`.
+        match unsafe { z.core.get(sys::lcore_id(), out) } {
+            Ok(()) => {
+                // Relaxed: a hint for `free`; see ZoneHeader.
+                if z.header.trailing_get_failures.load(Ordering::Relaxed) != 0 {
+                    z.header.trailing_get_failures.store(0, Ordering::Relaxed);
+                }
+                0
+            }
+            Err(e) => get_failed(mp, &z, e),
+        }
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_int {
+    if let PoolError::Exhausted { .. } = e {
+        // Relaxed: statistics.
+        z.header.get_failures.fetch_add(1, Ordering::Relaxed);
+        z.header.trailing_get_failures.fetch_add(1, Ordering::Relaxed);
+        log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
+        e.errno()
+    } else {
+        report(mp, "dequeue", &GlueError::Core(e))
+    }
+}
+
+unsafe extern "C" fn get_count(mp: *const sys::rte_mempool) -> c_uint {
+    let mut count: c_uint = 0;
+    guard("get_count", || {
+        // SAFETY: DPDK passes its own mempool.
+        match unsafe { zone::attach(mp) } {
+            Ok(z) => {
+                count = z.core.available() as c_uint;
+                0
+            }
+            Err(e) => report(mp, "get_count", &e),
+        }
+    });
+    count
+}
+
+/// Records the object runs of a chunk in the IOVA table, then lets DPDK's
+/// helper lay out (and enqueue) the objects. Never writes object memory.
+unsafe extern "C" fn populate(
+    mp: *mut sys::rte_mempool,
+    max_objs: c_uint,
+    vaddr: *mut c_void,
+    iova: sys::rte_iova_t,
+    len: usize,
+    obj_cb: sys::rte_mempool_populate_obj_cb_t,
+    obj_cb_arg: *mut c_void,
+) -> c_int {
+    guard("populate", || {
+        // SAFETY: DPDK passes its own mempool.
+        let z = match unsafe { zone::attach(mp) } {
+            Ok(z) => z,
+            Err(e) => return report(mp, "populate", &e),
+        };
+        let runs = object_runs(mp, max_objs as usize, vaddr as usize, len);
+        let total = elt_total(mp);
+        // SAFETY: valid mempool.
+        let header = unsafe { (*mp).header_size } as usize;
+        let expected: usize = runs.iter().map(|r| r.1).sum();
+        for &(first, count) in &runs {
+            let start = first - header;
+            let run_len = count * total;
+            let spec = ChunkSpec {
+                va: VirtRange::new(VirtAddr(start), run_len),
+                iova: Iova::from_raw(iova).map(|i| Iova(i.0 + (start - vaddr as usize) as u64)),
+                first: VirtAddr(first),
+                stride: total,
+                count,
+            };
+            if let Err(e) = z.core.register_chunk(spec) {
+                return report(mp, "populate", &GlueError::Core(e));
+            }
+        }
+        // SAFETY: forwarding DPDK's own arguments to DPDK's helper.
+        let n = unsafe {
+            sys::rte_mempool_op_populate_helper(mp, 0, max_objs, vaddr, iova, len, obj_cb, obj_cb_arg)
+        };
+        if n >= 0 && n as usize != expected {
+            log!(
+                Level::Err,
+                "populate on pool {}: DPDK laid out {n} objects, IOVA table expected {expected}",
+                pool_name(mp)
+            );
+        }
+        log!(
+            Level::Debug,
+            "pool {}: chunk va {:#x} iova {:#x} len {len}: {n} objects in {} runs",
+            pool_name(mp),
+            vaddr as usize,
+            iova,
+            runs.len()
+        );
+        n
+    })
+}
+
+/// Where `rte_mempool_op_populate_helper` (flags 0) puts objects in a chunk:
+/// runs of evenly spaced objects as `(first object address, count)`. Objects
+/// never straddle a page when the pool needs IOVA-contiguous objects, so each
+/// page boundary may start a new run.
+fn object_runs(mp: *mut sys::rte_mempool, max_objs: usize, va: usize, len: usize) -> Vec<(usize, usize)> {
+    let pg = page_size(mp);
+    let total = elt_total(mp);
+    // SAFETY: valid mempool.
+    let header = unsafe { (*mp).header_size } as usize;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut off = 0usize;
+    for _ in 0..max_objs {
+        let start = va + off;
+        if pg != 0 && total <= pg && start / pg != (start + total - 1) / pg {
+            off += start.next_multiple_of(pg) - start;
+        }
+        if off + total > len {
+            break;
+        }
+        let obj = va + off + header;
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count * total == obj => *count += 1,
+            _ => runs.push((obj, 1)),
+        }
+        off += total;
+    }
+    runs
+}
+
+/// The handler's ops table entry.
+pub fn ops_table() -> sys::rte_mempool_ops {
+    // SAFETY: all-zero is a valid rte_mempool_ops (null callbacks, empty name).
+    let mut ops: sys::rte_mempool_ops = unsafe { core::mem::zeroed() };
+    for (d, s) in ops.name.iter_mut().zip(OPS_NAME.bytes()) {
+        *d = s as core::ffi::c_char;
+    }
+    ops.alloc = Some(alloc);
+    ops.free = Some(free);
+    ops.enqueue = Some(enqueue);
+    ops.dequeue = Some(dequeue);
+    ops.get_count = Some(get_count);
+    ops.populate = Some(populate);
+    ops
+}
+
+/// Registers the ops (once per process; a second call reports the index
+/// already taken).
+pub fn register() -> Result<i32, GlueError> {
+    if let Some(i) = lookup_index() {
+        OPS_INDEX.store(i, Ordering::Relaxed);
+        return Ok(i);
+    }
+    let ops = ops_table();
+    // SAFETY: a valid ops struct; DPDK copies it into its table.
+    let idx = unsafe { sys::rte_mempool_register_ops(&ops) };
+    if idx < 0 {
+        return Err(GlueError::NotRegistered {
+            name: OPS_NAME.into(),
+            errno: idx,
+        });
+    }
+    // Relaxed: read by telemetry only.
+    OPS_INDEX.store(idx, Ordering::Relaxed);
+    Ok(idx)
+}
+
+/// Index of `ptr_ring` in this process's ops table, if registered.
+pub fn lookup_index() -> Option<i32> {
+    // SAFETY: reading DPDK's process-local ops table; entries below
+    // `num_ops` are initialised (registration happens in constructors, before
+    // any thread runs).
+    unsafe {
+        let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
+        (0..table.num_ops as usize)
+            .find(|&i| zone::cstr_field(&table.ops[i].name) == OPS_NAME)
+            .map(|i| i as i32)
+    }
+}
+
+/// Name of the ops a pool uses in this process.
+pub fn ops_name_of(mp: *const sys::rte_mempool) -> String {
+    // SAFETY: reading DPDK's ops table at the pool's index, bounds-checked.
+    unsafe {
+        let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
+        let i = (*mp).ops_index;
+        if i < 0 || i as u32 >= table.num_ops {
+            return String::new();
+        }
+        zone::cstr_field(&table.ops[i as usize].name)
+    }
+}

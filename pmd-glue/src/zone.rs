@@ -1,0 +1,163 @@
+//! Where a pool's handler state lives: one memzone per pool, named
+//! `PR_<pool name>` (the mempool library owns `MP_*`), on the pool's socket.
+//! `mp->pool_data` points at its start, a [`ZoneHeader`]; the core's block
+//! (ring, caches, counters, IOVA table) follows at `core_offset`. Nothing in
+//! it is process-local, so secondary processes use it as it is.
+
+use core::ffi::{c_char, c_void};
+use core::ptr::NonNull;
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use dpdk_sys as sys;
+use mempool::{PoolConfig, PoolCore, PoolLayout};
+
+use crate::error::GlueError;
+
+/// Memzone name prefix of our pools.
+pub const ZONE_PREFIX: &str = "PR_";
+const ZONE_MAGIC: u64 = 0x5054_525f_5a4f_4e45; // "PTR_ZONE"
+const HEADER_BYTES: usize = 128;
+
+/// Start of every pool's memzone.
+#[repr(C, align(128))]
+pub struct ZoneHeader {
+    magic: u64,
+    /// Ops index of `ptr_ring` in the process that created the pool.
+    pub creator_ops_index: i32,
+    _pad: u32,
+    /// Bytes of the core block.
+    pub core_bytes: u64,
+    /// Failed single gets since the last success: at `free`, the objects
+    /// the mempool library could not take back (see `ops::free`).
+    pub trailing_get_failures: AtomicU64,
+    /// Gets that failed for lack of objects, ever.
+    pub get_failures: AtomicU64,
+}
+
+const _: () = assert!(core::mem::size_of::<ZoneHeader>() == HEADER_BYTES);
+
+/// A pool's handler state as seen through `mp->pool_data`.
+pub struct Zone<'a> {
+    /// The header.
+    pub header: &'a ZoneHeader,
+    /// The core.
+    pub core: &'a PoolCore,
+}
+
+/// Builds the memzone name for a pool.
+pub fn zone_name(pool_name: &str) -> Result<CString, GlueError> {
+    let name = format!("{ZONE_PREFIX}{pool_name}");
+    if name.len() >= sys::RTE_MEMZONE_NAMESIZE as usize {
+        return Err(GlueError::NameTooLong { name });
+    }
+    CString::new(name.clone()).map_err(|_| GlueError::NameTooLong { name })
+}
+
+/// Reserves and initialises the zone for a pool.
+///
+/// # Safety
+/// `mp` is a valid mempool being allocated (inside `ops->alloc`).
+pub unsafe fn create(
+    mp: *mut sys::rte_mempool,
+    config: &PoolConfig,
+    ops_index: i32,
+) -> Result<Zone<'static>, GlueError> {
+    let layout: PoolLayout = config.layout()?;
+    // SAFETY: `mp` is valid per the caller's contract; `name` is NUL-terminated.
+    let (pool_name, socket) = unsafe { (cstr_field(&(*mp).name), (*mp).socket_id) };
+    let name = zone_name(&pool_name)?;
+    let bytes = HEADER_BYTES + layout.bytes;
+    let align = layout.align.max(HEADER_BYTES) as u32;
+    // SAFETY: valid name; DPDK returns null with rte_errno set on failure.
+    let mz = unsafe { sys::rte_memzone_reserve_aligned(name.as_ptr(), bytes, socket, 0, align) };
+    if mz.is_null() {
+        return Err(GlueError::NoMemory {
+            what: "memzone",
+            name: name.to_string_lossy().into_owned(),
+            bytes,
+            errno: sys::errno(),
+        });
+    }
+    // SAFETY: a freshly reserved memzone of `bytes` bytes aligned to `align`.
+    unsafe {
+        let base = (*mz).__bindgen_anon_1.addr.cast::<u8>();
+        core::ptr::write_bytes(base, 0, bytes);
+        let hdr = base.cast::<ZoneHeader>();
+        hdr.write(ZoneHeader {
+            magic: 0,
+            creator_ops_index: ops_index,
+            _pad: 0,
+            core_bytes: layout.bytes as u64,
+            trailing_get_failures: AtomicU64::new(0),
+            get_failures: AtomicU64::new(0),
+        });
+        let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), &layout);
+        // Release pairs with the Acquire load in `attach`.
+        (*(hdr.cast::<AtomicU64>())).store(ZONE_MAGIC, Ordering::Release);
+        (*mp).__bindgen_anon_1.pool_data = base.cast::<c_void>();
+        Ok(Zone {
+            header: &*hdr,
+            core,
+        })
+    }
+}
+
+/// The zone behind `mp->pool_data`, after checking it is one of ours: a
+/// process whose ops table is numbered differently from the creator's would
+/// otherwise hand us another handler's pool.
+///
+/// # Safety
+/// `mp` is a valid mempool; its `pool_data` is null or points to at least
+/// 8 readable bytes (true of every handler's private data).
+#[inline(always)]
+pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueError> {
+    // SAFETY: per the caller's contract.
+    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<u8>();
+    if base.is_null() {
+        return Err(GlueError::NotOurPool { addr: 0 });
+    }
+    // SAFETY: at least 8 readable bytes at `base` (caller's contract); the
+    // first word of our header is the magic, read atomically.
+    let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
+    if magic != ZONE_MAGIC {
+        return Err(GlueError::NotOurPool { addr: base as usize });
+    }
+    // SAFETY: the magic proves `create` initialised header and core here.
+    unsafe {
+        let header = &*base.cast::<ZoneHeader>();
+        let core = PoolCore::attach(NonNull::new_unchecked(base.add(HEADER_BYTES)))?;
+        Ok(Zone { header, core })
+    }
+}
+
+/// Frees the zone of pool `pool_name`.
+pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
+    let name = zone_name(pool_name)?;
+    // SAFETY: valid name; lookup returns null when absent.
+    let mz = unsafe { sys::rte_memzone_lookup(name.as_ptr()) };
+    if mz.is_null() {
+        return Err(GlueError::NoZone {
+            name: name.to_string_lossy().into_owned(),
+        });
+    }
+    // SAFETY: `mz` is a live memzone of ours. Clearing the magic first makes
+    // a stale `pool_data` fail `attach` instead of reading freed state.
+    unsafe {
+        let base = (*mz).__bindgen_anon_1.addr.cast::<AtomicU64>();
+        // Release: ordered after every use of the zone by this thread.
+        (*base).store(0, Ordering::Release);
+        sys::rte_memzone_free(mz);
+    }
+    Ok(())
+}
+
+/// Reads a NUL-terminated fixed-size C name field.
+pub fn cstr_field(field: &[c_char]) -> String {
+    let bytes: Vec<u8> = field
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# Sourced (not run): measures io-forwarding throughput with dpdk-testpmd on two
+# net_null ports (RX allocates an mbuf per packet, TX frees it, so the rate is
+# bound by the mempool get/put path).
+#
+#   testpmd_mpps [EXTRA_EAL_ARGS...] -- [EXTRA_TESTPMD_ARGS...]
+#
+# prints the forwarding rate in Mpps (packets received per second summed over
+# both ports; median of the 1-second stats samples after the first) on stdout,
+# and also leaves it in TESTPMD_MPPS, with the per-second values in
+# TESTPMD_SAMPLES (only visible when not called inside $(...)). Example:
+#
+#   testpmd_mpps -d "$lib" --mbuf-pool-ops-name ptr_ring -- --mbcache=0
+#
+# Settings (environment):
+#   TESTPMD_SECONDS  seconds of forwarding to sample (default 5)
+#   TESTPMD_LOG      where testpmd's output goes (default build/testpmd.log)
+#   TESTPMD_LCORES   EAL -l value (default 0-1: lcore 1 forwards)
+
+# shellcheck source=scripts/eal-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/eal-args.sh"
+
+TESTPMD_SAMPLES=""
+TESTPMD_MPPS=""
+
+testpmd_mpps() {
+    local eal_extra=() testpmd_extra=()
+    while (($#)) && [[ $1 != -- ]]; do eal_extra+=("$1"); shift; done
+    (($#)) && shift
+    testpmd_extra=("$@")
+
+    local secs=${TESTPMD_SECONDS:-5}
+    local log=${TESTPMD_LOG:-$repo_root/build/testpmd.log}
+    mkdir -p "$(dirname "$log")"
+
+    # testpmd -a quits as soon as stdin reaches EOF: hold a pipe open.
+    local keep keeper
+    exec {keep}< <(exec sleep 3600)
+    keeper=$!
+
+    # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
+    dpdk-testpmd -l "${TESTPMD_LCORES:-0-1}" $EAL_MEM --no-pci \
+        --vdev net_null0 --vdev net_null1 "${eal_extra[@]}" -- \
+        -a --forward-mode=io --stats-period 1 "${testpmd_extra[@]}" \
+        <&"$keep" >"$log" 2>&1 &
+    local pid=$!
+
+    # Wait for secs+1 stats blocks (the first covers start-up), then stop
+    # testpmd the way a user would (SIGINT), with a hard deadline.
+    local deadline=$((SECONDS + secs + 60)) blocks
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+        blocks=$(grep -c '^Port statistics =' "$log" 2>/dev/null || true)
+        ((${blocks:-0} > secs + 1)) && break
+        sleep 0.2
+    done
+    kill -INT "$pid" 2>/dev/null || true
+    local waited=0
+    while kill -0 "$pid" 2>/dev/null && ((waited < 100)); do sleep 0.1; waited=$((waited + 1)); done
+    kill -KILL "$pid" 2>/dev/null || true
+    local rc=0
+    wait "$pid" || rc=$?
+    exec {keep}<&-
+    kill "$keeper" 2>/dev/null || true
+    wait "$keeper" 2>/dev/null || true
+
+    TESTPMD_MPPS=""
+    TESTPMD_SAMPLES=$(testpmd_samples <"$log" | tail -n +2 | tr '\n' ' ')
+    if [[ -z $TESTPMD_SAMPLES ]] || ((rc != 0 && rc != 130)); then
+        echo "testpmd-rate: no forwarding rate (testpmd exit status $rc); last lines of $log:" >&2
+        tail -n 20 "$log" >&2
+        return 1
+    fi
+    TESTPMD_MPPS=$(echo "$TESTPMD_SAMPLES" | tr ' ' '\n' | sed '/^$/d' | sort -g |
+        awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    echo "$TESTPMD_MPPS"
+}
+
+# Reads testpmd output and prints one line per stats block: the Rx-pps of all
+# ports summed, in Mpps.
+testpmd_samples() {
+    awk '
+        /^Port statistics =/ { if (seen) printf "%.3f\n", sum / 1e6; sum = 0; seen = 1 }
+        /Rx-pps:/ { sum += $2 }
+        END { if (seen) printf "%.3f\n", sum / 1e6 }
+    '
+}
