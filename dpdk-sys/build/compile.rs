@@ -20,7 +20,12 @@ pub fn c_sources(dpdk: &Dpdk, csrc: &Path, out_dir: &Path) {
         .warnings(true)
         // bindgen spells `const void *const p` as `const const void *const p`
         // (rte_is_aligned); harmless, but gcc warns.
-        .flag_if_supported("-Wno-duplicate-decl-specifier");
+        .flag_if_supported("-Wno-duplicate-decl-specifier")
+        // DPDK's per-lcore variables live in librte_eal, which every DPDK
+        // program loads at start-up, so they sit in static TLS: read them
+        // with a thread-pointer offset instead of a __tls_get_addr call on
+        // every rte_lcore_id() (the handler's get/put path).
+        .flag("-ftls-model=initial-exec");
     for flag in &dpdk.cflags {
         build.flag(flag);
     }

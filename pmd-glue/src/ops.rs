@@ -67,7 +67,18 @@ fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
     let mut cfg = PoolConfig::new(objects);
     cfg.max_lcores = sys::RTE_MAX_LCORE;
     cfg.validate = s.validate;
-    cfg.cache_size = s.cache_size;
+    // SAFETY: DPDK passes a valid mempool.
+    let dpdk_cache = unsafe { (*mp).cache_size };
+    // SAFETY: plain query.
+    let lcores = unsafe { sys::rte_lcore_count() }.max(1);
+    // With DPDK's own per-lcore cache above us, a second cache only adds
+    // copies and idle objects: the handler's is off unless asked for. Without
+    // it, size ours for the lcores that exist, not RTE_MAX_LCORE.
+    cfg.cache_size = Some(s.cache_size.unwrap_or(if dpdk_cache > 0 {
+        0
+    } else {
+        PoolConfig::default_cache_size(objects, lcores)
+    }));
     let pg = page_size(mp);
     let total = elt_total(mp).max(1);
     let runs = if pg == 0 || total > pg {
@@ -116,7 +127,13 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
                 // The library has just taken back, one at a time, every
                 // object it could; the failures at the end are the objects
                 // that never came back.
-                let missing = z.header.trailing_get_failures.load(Ordering::Relaxed);
+                // Objects still in the handler caches of other lcores were
+                // out of the freeing lcore's reach but are not lost.
+                let missing = z
+                    .header
+                    .trailing_get_failures
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(st.in_caches as u64);
                 if missing > 0 {
                     log!(
                         Level::Warning,
