@@ -16,6 +16,8 @@ build: setup
 
 test: build
 	$(CARGO) test --release --workspace
+	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
+		--test loom_ptr_ring --test loom_pool
 
 demo: build
 	bash scripts/demo.sh
