@@ -43,6 +43,21 @@ int ptr_ring_flush_lcore_cache(const struct rte_mempool *mp, unsigned int lcore)
  * index is the same everywhere. */
 int ptr_ring_ops_index(void);
 
+/* Maps every chunk of mp for the device of port, once for the pool's life.
+ * Returns chunks mapped now (0 when the device has nothing to map) or -errno. */
+int ptr_ring_attach_port(struct rte_mempool *mp, uint16_t port);
+
+/* Safe port shutdown: stops RX, cleans up TX, stops and closes the ports,
+ * flushes the handler caches, then frees mp once every buffer is back.
+ * No lcore may be inside a get/put on mp during the call; buffers the
+ * application still holds may be returned later from any thread.
+ * Returns 0: mp freed; 1: release deferred (*inflight buffers still out; an
+ * EAL alarm retries every second, warns every minute, and frees mp when the
+ * last buffer is back); or -errno. */
+int ptr_ring_port_shutdown(const uint16_t *ports, uint16_t nb_ports,
+			   struct rte_mempool *mp, uint32_t wait_ms,
+			   int64_t *inflight);
+
 #ifdef __cplusplus
 }
 #endif

@@ -104,3 +104,60 @@ pub unsafe extern "C" fn ptr_ring_flush_lcore_cache(mp: *const sys::rte_mempool,
 pub extern "C" fn ptr_ring_ops_index() -> c_int {
     ops::lookup_index().unwrap_or(-1)
 }
+
+/// Maps every chunk of `mp` for the device of `port` (once per pool life).
+/// Returns chunks mapped now (0 when the device has nothing to map) or -errno.
+///
+/// # Safety
+/// `mp` is a live mempool of ours (or null).
+#[no_mangle]
+pub unsafe extern "C" fn ptr_ring_attach_port(mp: *mut sys::rte_mempool, port: u16) -> c_int {
+    if mp.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
+        return -libc::EINVAL;
+    }
+    match crate::port::attach_port(mp, port) {
+        Ok(n) => n as c_int,
+        Err(e) => e.errno(),
+    }
+}
+
+/// Stops and closes `nb_ports` ports, drains `mp` and frees it when every
+/// buffer is back within `wait_ms`. Returns 0 when freed, 1 when the release
+/// is deferred (an EAL alarm frees the pool once the last buffer is back;
+/// `*inflight` gets the count), or -errno. See `port::shutdown_ports` for the
+/// quiescence the caller guarantees.
+///
+/// # Safety
+/// `ports` holds `nb_ports` ids; `mp` is a live pool of ours; no lcore is in
+/// a get/put on `mp` during the call; `inflight` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptr_ring_port_shutdown(
+    ports: *const u16,
+    nb_ports: u16,
+    mp: *mut sys::rte_mempool,
+    wait_ms: u32,
+    inflight: *mut i64,
+) -> c_int {
+    if mp.is_null() || (ports.is_null() && nb_ports > 0) || ops::ops_name_of(mp) != ops::OPS_NAME {
+        return -libc::EINVAL;
+    }
+    let ports = if nb_ports == 0 {
+        &[][..]
+    } else {
+        // SAFETY: caller's contract.
+        unsafe { core::slice::from_raw_parts(ports, nb_ports as usize) }
+    };
+    let wait = std::time::Duration::from_millis(wait_ms as u64);
+    // SAFETY: caller's contract (quiescence, live pool).
+    match unsafe { crate::port::shutdown_ports(ports, mp, wait) } {
+        Ok(crate::port::ShutdownOutcome::Freed { .. }) => 0,
+        Ok(crate::port::ShutdownOutcome::Deferred { inflight: n }) => {
+            if !inflight.is_null() {
+                // SAFETY: caller's contract.
+                unsafe { inflight.write(n) };
+            }
+            1
+        }
+        Err(e) => e.errno(),
+    }
+}

@@ -10,6 +10,7 @@
 //! * [`log`], [`telemetry`]: the `mempool.ptr_ring` log type and
 //!   `/ptr_ring/...` telemetry commands;
 //! * [`settings`]: environment switches read at load;
+//! * [`port`]: safe port shutdown, deferred release, device events, DMA mapper;
 //! * [`api`], [`capi`]: safe Rust API and the C API of
 //!   `include/rte_mempool_ptr_ring.h`.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -20,6 +21,7 @@ pub mod capi;
 pub mod error;
 pub mod log;
 pub mod ops;
+pub mod port;
 pub mod settings;
 pub mod telemetry;
 pub mod zone;

@@ -134,7 +134,15 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
                     .trailing_get_failures
                     .load(Ordering::Relaxed)
                     .saturating_sub(st.in_caches as u64);
-                if missing > 0 {
+                if st.state == mempool::PoolState::Released {
+                    log!(
+                        Level::Info,
+                        "pool {} freed after a drained shutdown (hold {}, release {})",
+                        pool_name(mp),
+                        st.hold,
+                        st.release
+                    );
+                } else if missing > 0 {
                     log!(
                         Level::Warning,
                         "pool {} freed with {missing} objects not returned (still with the \
@@ -169,16 +177,16 @@ unsafe extern "C" fn enqueue(mp: *mut sys::rte_mempool, objs: *const *mut c_void
         };
         // SAFETY: DPDK passes `n` valid object pointers.
         let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
+        // Relaxed: a hint for `free`; see ZoneHeader. Done before the put:
+        // once the last buffer is back a deferred release may free the zone,
+        // so the put must be our last touch of it.
+        if z.header.trailing_get_failures.load(Ordering::Relaxed) != 0 {
+            z.header.trailing_get_failures.store(0, Ordering::Relaxed);
+        }
         // SAFETY: `lcore_id()` is the calling thread's own lcore id (or
         // LCORE_ID_ANY, which bypasses the caches).
         match unsafe { z.core.put(sys::lcore_id(), objs) } {
-            Ok(()) => {
-                // Relaxed: a hint for `free`; see ZoneHeader.
-                if z.header.trailing_get_failures.load(Ordering::Relaxed) != 0 {
-                    z.header.trailing_get_failures.store(0, Ordering::Relaxed);
-                }
-                0
-            }
+            Ok(()) => 0,
             Err(e) => put_failed(mp, e),
         }
     })
@@ -216,7 +224,12 @@ unsafe extern "C" fn dequeue(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, 
 #[cold]
 #[inline(never)]
 fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_int {
-    if let PoolError::Exhausted { .. } = e {
+    if let PoolError::NotActive { .. } = e {
+        // A drained pool being freed: the library's take-back loop asks for
+        // objects the state machine no longer hands out.
+        log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
+        e.errno()
+    } else if let PoolError::Exhausted { .. } = e {
         // Relaxed: statistics.
         z.header.get_failures.fetch_add(1, Ordering::Relaxed);
         z.header.trailing_get_failures.fetch_add(1, Ordering::Relaxed);

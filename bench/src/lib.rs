@@ -1,0 +1,10 @@
+//! Shared helpers of the benchmarks (see `bench/README.md`).
+//!
+//! * [`stats`]: median and spread of a set of samples;
+//! * [`record`]: the CSV lines `mempool_bench` and `bench/run.sh` write and
+//!   `bench_report` reads;
+//! * [`targets`]: the targets of issue 7 (ratio of `ptr_ring` to `ring_mp_mc`).
+
+pub mod record;
+pub mod stats;
+pub mod targets;
