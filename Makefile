@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all setup build test demo clean
+.PHONY: all setup build test demo soak clean
 
 all: build
 
@@ -18,6 +18,14 @@ test: build
 	$(CARGO) test --release --workspace
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
 		--test loom_ptr_ring --test loom_pool
+	TEST_DPDK_SKIP_CARGO=1 bash scripts/test-dpdk.sh
+	./target/release/port_shutdown
+	./target/release/port_shutdown --cache 256
+	bash scripts/soak.sh 10
+
+# The full soak: testpmd port stop/start under traffic for SOAK_SECONDS (60).
+soak: build
+	bash scripts/soak.sh $(or $(SOAK_SECONDS),60)
 
 demo: build
 	bash scripts/demo.sh

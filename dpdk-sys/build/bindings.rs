@@ -44,7 +44,9 @@ pub fn generate(dpdk: &Dpdk, csrc: &Path, out_dir: &Path) -> Result<(), String> 
         .wrap_static_fns(true)
         .wrap_static_fns_path(out_dir.join(STATIC_WRAPPERS))
         .formatter(bindgen::Formatter::Prettyplease)
-        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new().rerun_on_header_files(false)));
+        .parse_callbacks(Box::new(
+            bindgen::CargoCallbacks::new().rerun_on_header_files(false),
+        ));
     for item in BLOCKED_ITEMS {
         builder = builder.blocklist_item(item);
     }

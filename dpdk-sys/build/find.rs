@@ -78,7 +78,8 @@ impl Dpdk {
     /// `DEP_DPDK_CFLAGS` (the full pkg-config cflags, space-separated).
     pub fn emit_metadata(&self) {
         println!("cargo:version={}", self.version);
-        let include = std::env::join_paths(&self.include_paths).expect("include paths contain no ':'");
+        let include =
+            std::env::join_paths(&self.include_paths).expect("include paths contain no ':'");
         println!("cargo:include={}", include.to_string_lossy());
         println!("cargo:cflags={}", self.cflags.join(" "));
     }
@@ -91,7 +92,12 @@ fn raw_cflags() -> Result<Vec<String>, String> {
     let output = Command::new(&tool)
         .args(["--cflags", PKG_NAME])
         .output()
-        .map_err(|err| format!("dpdk-sys: cannot run {}: {err}. {INSTALL_HINT}", tool.to_string_lossy()))?;
+        .map_err(|err| {
+            format!(
+                "dpdk-sys: cannot run {}: {err}. {INSTALL_HINT}",
+                tool.to_string_lossy()
+            )
+        })?;
     if !output.status.success() {
         return Err(format!(
             "dpdk-sys: `{} --cflags {PKG_NAME}` failed: {}",
@@ -99,7 +105,8 @@ fn raw_cflags() -> Result<Vec<String>, String> {
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    let text = String::from_utf8(output.stdout).map_err(|_| "dpdk-sys: pkg-config printed non-UTF-8 cflags".to_string())?;
+    let text = String::from_utf8(output.stdout)
+        .map_err(|_| "dpdk-sys: pkg-config printed non-UTF-8 cflags".to_string())?;
     Ok(text.split_whitespace().map(str::to_owned).collect())
 }
 
@@ -132,7 +139,8 @@ fn track_pkg_config_env() {
 /// not found ..."), not the long command line the crate puts first.
 fn pkg_config_reason(err: &pkg_config::Error) -> String {
     match err {
-        pkg_config::Error::Failure { output, .. } | pkg_config::Error::ProbeFailure { output, .. } => {
+        pkg_config::Error::Failure { output, .. }
+        | pkg_config::Error::ProbeFailure { output, .. } => {
             first_line(&String::from_utf8_lossy(&output.stderr)).to_owned()
         }
         other => first_line(&other.to_string()).to_owned(),
@@ -140,5 +148,8 @@ fn pkg_config_reason(err: &pkg_config::Error) -> String {
 }
 
 fn first_line(text: &str) -> &str {
-    text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or("")
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("")
 }

@@ -46,7 +46,11 @@ fn registered_ops() -> Vec<String> {
     table.ops[..table.num_ops as usize]
         .iter()
         // SAFETY: registered entries have a NUL-terminated name.
-        .map(|ops| unsafe { CStr::from_ptr(ops.name.as_ptr()) }.to_string_lossy().into_owned())
+        .map(|ops| {
+            unsafe { CStr::from_ptr(ops.name.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect()
 }
 
@@ -58,10 +62,17 @@ fn avail(mp: *const rte_mempool) -> u32 {
 #[test]
 fn eal_pktmbuf_pool_on_ring_mp_mc() {
     eal_init();
-    assert_eq!(lcore_id(), 0, "the thread that ran rte_eal_init is the main lcore");
+    assert_eq!(
+        lcore_id(),
+        0,
+        "the thread that ran rte_eal_init is the main lcore"
+    );
 
     let handlers = registered_ops();
-    assert!(handlers.iter().any(|h| h == "ring_mp_mc"), "ring_mp_mc not registered; handlers: {handlers:?}");
+    assert!(
+        handlers.iter().any(|h| h == "ring_mp_mc"),
+        "ring_mp_mc not registered; handlers: {handlers:?}"
+    );
 
     // rte_errno through the shim: a failed lookup sets ENOENT.
     set_errno(0);
@@ -82,7 +93,11 @@ fn eal_pktmbuf_pool_on_ring_mp_mc() {
             c"ring_mp_mc".as_ptr(),
         )
     };
-    assert!(!mp.is_null(), "rte_pktmbuf_pool_create_by_ops failed: rte_errno {}", errno());
+    assert!(
+        !mp.is_null(),
+        "rte_pktmbuf_pool_create_by_ops failed: rte_errno {}",
+        errno()
+    );
 
     // SAFETY: mp is live; ops_index was set by the pool creation.
     let ops = unsafe { &*rte_mempool_get_ops((*mp).ops_index as c_int) };
@@ -99,7 +114,11 @@ fn eal_pktmbuf_pool_on_ring_mp_mc() {
     for _ in 0..ALLOCS {
         // SAFETY: mp is a live pktmbuf pool.
         let m = unsafe { rte_pktmbuf_alloc(mp) };
-        assert!(!m.is_null(), "rte_pktmbuf_alloc failed after {} mbufs", mbufs.len());
+        assert!(
+            !m.is_null(),
+            "rte_pktmbuf_alloc failed after {} mbufs",
+            mbufs.len()
+        );
         // SAFETY: m is a freshly allocated mbuf.
         unsafe {
             assert_eq!((*m).pool, mp);
@@ -121,7 +140,10 @@ fn eal_pktmbuf_pool_on_ring_mp_mc() {
     // Bulk API too: get and put 64 raw objects.
     let mut objs = [ptr::null_mut::<std::ffi::c_void>(); 64];
     // SAFETY: objs has room for 64 pointers.
-    assert_eq!(unsafe { rte_mempool_get_bulk(mp, objs.as_mut_ptr(), 64) }, 0);
+    assert_eq!(
+        unsafe { rte_mempool_get_bulk(mp, objs.as_mut_ptr(), 64) },
+        0
+    );
     assert_eq!(avail(mp), POOL_SIZE - 64);
     // SAFETY: the 64 objects came from mp and are returned once.
     unsafe { rte_mempool_put_bulk(mp, objs.as_ptr(), 64) };

@@ -26,7 +26,12 @@ fn c_layout() -> BTreeMap<String, usize> {
         let entries = std::slice::from_raw_parts(dpdk_sys_layout.as_ptr(), dpdk_sys_layout_len);
         entries
             .iter()
-            .map(|e| (CStr::from_ptr(e.name).to_string_lossy().into_owned(), e.value))
+            .map(|e| {
+                (
+                    CStr::from_ptr(e.name).to_string_lossy().into_owned(),
+                    e.value,
+                )
+            })
             .collect()
     }
 }
@@ -36,12 +41,18 @@ fn rust_layout() -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     macro_rules! size {
         ($t:ident) => {
-            m.insert(concat!("size_of ", stringify!($t)).to_owned(), size_of::<$t>());
+            m.insert(
+                concat!("size_of ", stringify!($t)).to_owned(),
+                size_of::<$t>(),
+            );
         };
     }
     macro_rules! align {
         ($t:ident) => {
-            m.insert(concat!("align_of ", stringify!($t)).to_owned(), align_of::<$t>());
+            m.insert(
+                concat!("align_of ", stringify!($t)).to_owned(),
+                align_of::<$t>(),
+            );
         };
     }
     macro_rules! offset {
@@ -49,7 +60,10 @@ fn rust_layout() -> BTreeMap<String, usize> {
             offset!($t, $f, offset_of!($t, $f))
         };
         ($t:ident, $f:ident, $value:expr) => {
-            m.insert(concat!("offset_of ", stringify!($t), ".", stringify!($f)).to_owned(), $value);
+            m.insert(
+                concat!("offset_of ", stringify!($t), ".", stringify!($f)).to_owned(),
+                $value,
+            );
         };
     }
 
@@ -60,7 +74,8 @@ fn rust_layout() -> BTreeMap<String, usize> {
     offset!(
         rte_mempool,
         pool_data,
-        offset_of!(rte_mempool, __bindgen_anon_1) + offset_of!(rte_mempool__bindgen_ty_1, pool_data)
+        offset_of!(rte_mempool, __bindgen_anon_1)
+            + offset_of!(rte_mempool__bindgen_ty_1, pool_data)
     );
     offset!(rte_mempool, pool_config);
     offset!(rte_mempool, mz);
@@ -142,27 +157,43 @@ fn rust_layout() -> BTreeMap<String, usize> {
 fn rust_layout_matches_c_compiler() {
     let c = c_layout();
     let rust = rust_layout();
-    assert!(c.len() > 50, "layout table from csrc/layout.c looks truncated: {} entries", c.len());
+    assert!(
+        c.len() > 50,
+        "layout table from csrc/layout.c looks truncated: {} entries",
+        c.len()
+    );
 
     let mut problems = Vec::new();
     for (name, c_value) in &c {
         match rust.get(name) {
             Some(r) if r == c_value => {}
             Some(r) => problems.push(format!("{name}: C {c_value}, Rust {r}")),
-            None => problems.push(format!("{name}: in csrc/layout.c but not checked in tests/layout.rs")),
+            None => problems.push(format!(
+                "{name}: in csrc/layout.c but not checked in tests/layout.rs"
+            )),
         }
     }
     for name in rust.keys().filter(|name| !c.contains_key(*name)) {
-        problems.push(format!("{name}: checked in tests/layout.rs but not in csrc/layout.c"));
+        problems.push(format!(
+            "{name}: checked in tests/layout.rs but not in csrc/layout.c"
+        ));
     }
-    assert!(problems.is_empty(), "layout mismatches:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "layout mismatches:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn well_known_sizes() {
     // Facts the handler relies on, independent of the C table.
     assert_eq!(size_of::<rte_mbuf>(), 128, "rte_mbuf is two cache lines");
-    assert_eq!(align_of::<rte_mempool>(), 64, "rte_mempool is cache aligned");
+    assert_eq!(
+        align_of::<rte_mempool>(),
+        64,
+        "rte_mempool is cache aligned"
+    );
     assert_eq!(RTE_MEMPOOL_MAX_OPS_IDX, 16);
     assert_eq!(LCORE_ID_ANY, u32::MAX);
 }

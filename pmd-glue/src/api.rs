@@ -15,9 +15,14 @@ use crate::{ops, zone};
 pub fn eal_init<S: AsRef<str>>(args: &[S]) -> Result<usize, GlueError> {
     let owned: Vec<CString> = args
         .iter()
-        .map(|a| CString::new(a.as_ref()).map_err(|_| GlueError::BadArg { arg: a.as_ref().into() }))
+        .map(|a| {
+            CString::new(a.as_ref()).map_err(|_| GlueError::BadArg {
+                arg: a.as_ref().into(),
+            })
+        })
         .collect::<Result<_, _>>()?;
-    let mut ptrs: Vec<*mut core::ffi::c_char> = owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
+    let mut ptrs: Vec<*mut core::ffi::c_char> =
+        owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
     // SAFETY: argc/argv valid for the call; EAL keeps no pointer into argv
     // strings past init except for the copy it makes.
     let r = unsafe { sys::rte_eal_init(ptrs.len() as i32, ptrs.as_mut_ptr()) };
@@ -56,18 +61,34 @@ unsafe impl Sync for MbufPool {}
 impl MbufPool {
     /// Creates a pool of `n` mbufs with DPDK cache `cache_size` and data room
     /// `data_room` on `socket` (`-1`: any).
-    pub fn create(name: &str, n: u32, cache_size: u32, data_room: u16, socket: i32) -> Result<MbufPool, GlueError> {
+    pub fn create(
+        name: &str,
+        n: u32,
+        cache_size: u32,
+        data_room: u16,
+        socket: i32,
+    ) -> Result<MbufPool, GlueError> {
         ensure_registered()?;
         let cname = CString::new(name).map_err(|_| GlueError::BadArg { arg: name.into() })?;
         let ops_name = CString::new(ops::OPS_NAME).expect("literal");
         // SAFETY: valid strings; DPDK returns null with rte_errno on failure.
         let mp = unsafe {
-            sys::rte_pktmbuf_pool_create_by_ops(cname.as_ptr(), n, cache_size, 0, data_room, socket, ops_name.as_ptr())
+            sys::rte_pktmbuf_pool_create_by_ops(
+                cname.as_ptr(),
+                n,
+                cache_size,
+                0,
+                data_room,
+                socket,
+                ops_name.as_ptr(),
+            )
         };
-        NonNull::new(mp).map(|mp| MbufPool { mp }).ok_or(GlueError::Dpdk {
-            call: "rte_pktmbuf_pool_create_by_ops",
-            errno: -sys::errno(),
-        })
+        NonNull::new(mp)
+            .map(|mp| MbufPool { mp })
+            .ok_or(GlueError::Dpdk {
+                call: "rte_pktmbuf_pool_create_by_ops",
+                errno: -sys::errno(),
+            })
     }
 
     /// The raw mempool.
@@ -85,7 +106,8 @@ impl MbufPool {
     pub fn alloc_bulk(&self, n: usize) -> Option<Vec<Mbuf>> {
         let mut raw: Vec<*mut sys::rte_mbuf> = vec![core::ptr::null_mut(); n];
         // SAFETY: a live pool and room for `n` pointers.
-        let r = unsafe { sys::rte_pktmbuf_alloc_bulk(self.mp.as_ptr(), raw.as_mut_ptr(), n as u32) };
+        let r =
+            unsafe { sys::rte_pktmbuf_alloc_bulk(self.mp.as_ptr(), raw.as_mut_ptr(), n as u32) };
         (r == 0).then(|| {
             raw.into_iter()
                 .map(|m| Mbuf {

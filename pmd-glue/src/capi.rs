@@ -46,8 +46,12 @@ pub struct PtrRingStats {
 /// # Safety
 /// `mp` is a valid mempool (or null), `out` valid for writes (or null).
 #[no_mangle]
-pub unsafe extern "C" fn ptr_ring_stats(mp: *const sys::rte_mempool, out: *mut PtrRingStats) -> c_int {
-    if mp.is_null() || out.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
+pub unsafe extern "C" fn ptr_ring_stats(
+    mp: *const sys::rte_mempool,
+    out: *mut PtrRingStats,
+) -> c_int {
+    // SAFETY: `mp` is checked non-null first; callers pass live pools.
+    if mp.is_null() || out.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
         return -libc::EINVAL;
     }
     // SAFETY: a valid mempool of ours (caller's contract, checked above).
@@ -84,8 +88,12 @@ pub unsafe extern "C" fn ptr_ring_stats(mp: *const sys::rte_mempool, out: *mut P
 /// # Safety
 /// `mp` is a valid mempool; `lcore` is quiescent.
 #[no_mangle]
-pub unsafe extern "C" fn ptr_ring_flush_lcore_cache(mp: *const sys::rte_mempool, lcore: c_uint) -> c_int {
-    if mp.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
+pub unsafe extern "C" fn ptr_ring_flush_lcore_cache(
+    mp: *const sys::rte_mempool,
+    lcore: c_uint,
+) -> c_int {
+    // SAFETY: `mp` is checked non-null first; callers pass live pools.
+    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
         return -libc::EINVAL;
     }
     // SAFETY: valid mempool of ours.
@@ -112,10 +120,12 @@ pub extern "C" fn ptr_ring_ops_index() -> c_int {
 /// `mp` is a live mempool of ours (or null).
 #[no_mangle]
 pub unsafe extern "C" fn ptr_ring_attach_port(mp: *mut sys::rte_mempool, port: u16) -> c_int {
-    if mp.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
+    // SAFETY: `mp` is checked non-null first; callers pass live pools.
+    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
         return -libc::EINVAL;
     }
-    match crate::port::attach_port(mp, port) {
+    // SAFETY: a live pool of ours (caller's contract, checked above).
+    match unsafe { crate::port::attach_port(mp, port) } {
         Ok(n) => n as c_int,
         Err(e) => e.errno(),
     }
@@ -138,7 +148,11 @@ pub unsafe extern "C" fn ptr_ring_port_shutdown(
     wait_ms: u32,
     inflight: *mut i64,
 ) -> c_int {
-    if mp.is_null() || (ports.is_null() && nb_ports > 0) || ops::ops_name_of(mp) != ops::OPS_NAME {
+    // SAFETY: `mp` is checked non-null first; callers pass live pools.
+    if mp.is_null()
+        || (ports.is_null() && nb_ports > 0)
+        || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME
+    {
         return -libc::EINVAL;
     }
     let ports = if nb_ports == 0 {

@@ -72,9 +72,9 @@ impl GlueError {
     pub fn errno(&self) -> i32 {
         match self {
             GlueError::Core(e) => e.errno(),
-            GlueError::NotOurPool { .. } | GlueError::NameTooLong { .. } | GlueError::BadArg { .. } => {
-                -libc::EINVAL
-            }
+            GlueError::NotOurPool { .. }
+            | GlueError::NameTooLong { .. }
+            | GlueError::BadArg { .. } => -libc::EINVAL,
             GlueError::NoMemory { .. } => -libc::ENOMEM,
             GlueError::NoZone { .. } => -libc::ENOENT,
             GlueError::NotRegistered { errno, .. } | GlueError::Dpdk { errno, .. } => {

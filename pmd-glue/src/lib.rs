@@ -48,7 +48,8 @@ pub fn init() {
                     "mempool ops \"{}\" registered at index {idx} (validation {}, cache {})",
                     ops::OPS_NAME,
                     if s.validate { "on" } else { "off" },
-                    s.cache_size.map_or("default".to_string(), |c| c.to_string())
+                    s.cache_size
+                        .map_or("default".to_string(), |c| c.to_string())
                 );
             }
             Err(e) => log!(

@@ -168,7 +168,11 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
     });
 }
 
-unsafe extern "C" fn enqueue(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
+unsafe extern "C" fn enqueue(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+) -> c_int {
     guard("enqueue", || {
         // SAFETY: DPDK passes its own mempool.
         let z = match unsafe { zone::attach(mp) } {
@@ -198,7 +202,11 @@ fn put_failed(mp: *mut sys::rte_mempool, e: PoolError) -> c_int {
     report(mp, "enqueue", &GlueError::Core(e))
 }
 
-unsafe extern "C" fn dequeue(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
+unsafe extern "C" fn dequeue(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+) -> c_int {
     guard("dequeue", || {
         // SAFETY: DPDK passes its own mempool.
         let z = match unsafe { zone::attach(mp) } {
@@ -232,7 +240,9 @@ fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_
     } else if let PoolError::Exhausted { .. } = e {
         // Relaxed: statistics.
         z.header.get_failures.fetch_add(1, Ordering::Relaxed);
-        z.header.trailing_get_failures.fetch_add(1, Ordering::Relaxed);
+        z.header
+            .trailing_get_failures
+            .fetch_add(1, Ordering::Relaxed);
         log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
         e.errno()
     } else {
@@ -276,16 +286,15 @@ unsafe extern "C" fn populate(
         let total = elt_total(mp);
         // SAFETY: valid mempool.
         let header = unsafe { (*mp).header_size } as usize;
-        let expected: usize = runs.iter().map(|r| r.1).sum();
-        for &(first, count) in &runs {
-            let start = first - header;
-            let run_len = count * total;
+        let expected: usize = runs.iter().map(|r| r.count).sum();
+        for r in &runs {
+            let start = r.first - header;
             let spec = ChunkSpec {
-                va: VirtRange::new(VirtAddr(start), run_len),
+                va: VirtRange::new(VirtAddr(start), (r.count - 1) * r.stride + total),
                 iova: Iova::from_raw(iova).map(|i| Iova(i.0 + (start - vaddr as usize) as u64)),
-                first: VirtAddr(first),
-                stride: total,
-                count,
+                first: VirtAddr(r.first),
+                stride: r.stride,
+                count: r.count,
             };
             if let Err(e) = z.core.register_chunk(spec) {
                 return report(mp, "populate", &GlueError::Core(e));
@@ -293,7 +302,9 @@ unsafe extern "C" fn populate(
         }
         // SAFETY: forwarding DPDK's own arguments to DPDK's helper.
         let n = unsafe {
-            sys::rte_mempool_op_populate_helper(mp, 0, max_objs, vaddr, iova, len, obj_cb, obj_cb_arg)
+            sys::rte_mempool_op_populate_helper(
+                mp, 0, max_objs, vaddr, iova, len, obj_cb, obj_cb_arg,
+            )
         };
         if n >= 0 && n as usize != expected {
             log!(
@@ -314,16 +325,26 @@ unsafe extern "C" fn populate(
     })
 }
 
-/// Where `rte_mempool_op_populate_helper` (flags 0) puts objects in a chunk:
-/// runs of evenly spaced objects as `(first object address, count)`. Objects
-/// never straddle a page when the pool needs IOVA-contiguous objects, so each
-/// page boundary may start a new run.
-fn object_runs(mp: *mut sys::rte_mempool, max_objs: usize, va: usize, len: usize) -> Vec<(usize, usize)> {
+/// A run of evenly spaced objects in a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    first: usize,
+    stride: usize,
+    count: usize,
+}
+
+/// Where `rte_mempool_op_populate_helper` (flags 0) puts objects in a chunk,
+/// as runs of evenly spaced objects. Objects never straddle a page when the
+/// pool needs IOVA-contiguous objects, so a page boundary can change the
+/// spacing: with objects smaller than half a page each page starts a run;
+/// with one object per page (4 KB pages, no hugepages) the whole chunk is
+/// one run whose stride is the page size.
+fn object_runs(mp: *mut sys::rte_mempool, max_objs: usize, va: usize, len: usize) -> Vec<Run> {
     let pg = page_size(mp);
     let total = elt_total(mp);
     // SAFETY: valid mempool.
     let header = unsafe { (*mp).header_size } as usize;
-    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
     let mut off = 0usize;
     for _ in 0..max_objs {
         let start = va + off;
@@ -335,8 +356,16 @@ fn object_runs(mp: *mut sys::rte_mempool, max_objs: usize, va: usize, len: usize
         }
         let obj = va + off + header;
         match runs.last_mut() {
-            Some((first, count)) if *first + *count * total == obj => *count += 1,
-            _ => runs.push((obj, 1)),
+            Some(r) if r.count == 1 => {
+                r.stride = obj - r.first;
+                r.count = 2;
+            }
+            Some(r) if r.first + r.count * r.stride == obj => r.count += 1,
+            _ => runs.push(Run {
+                first: obj,
+                stride: total,
+                count: 1,
+            }),
         }
         off += total;
     }
@@ -394,8 +423,12 @@ pub fn lookup_index() -> Option<i32> {
 }
 
 /// Name of the ops a pool uses in this process.
-pub fn ops_name_of(mp: *const sys::rte_mempool) -> String {
-    // SAFETY: reading DPDK's ops table at the pool's index, bounds-checked.
+///
+/// # Safety
+/// `mp` is a live mempool.
+pub unsafe fn ops_name_of(mp: *const sys::rte_mempool) -> String {
+    // SAFETY: `mp` is live (caller's contract); reading DPDK's ops table at
+    // the pool's index, bounds-checked.
     unsafe {
         let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
         let i = (*mp).ops_index;

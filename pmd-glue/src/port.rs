@@ -38,7 +38,10 @@ pub enum ShutdownOutcome {
 
 /// `CLOCK_MONOTONIC` in ns: one clock for every process sharing the pool.
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid out pointer; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -119,7 +122,10 @@ fn port_device(port: u16) -> Result<*mut sys::rte_device, GlueError> {
 /// Maps every chunk of `mp` for the device of `port`, once for the pool's
 /// life (a second attach maps nothing new). Returns the chunks mapped now;
 /// 0 with a log line when the device does not implement DMA mapping.
-pub fn attach_port(mp: *mut sys::rte_mempool, port: u16) -> Result<usize, GlueError> {
+///
+/// # Safety
+/// `mp` is a live mempool created with the ptr_ring ops.
+pub unsafe fn attach_port(mp: *mut sys::rte_mempool, port: u16) -> Result<usize, GlueError> {
     register_event_callbacks();
     let dev = port_device(port)?;
     devices()
@@ -134,7 +140,11 @@ pub fn attach_port(mp: *mut sys::rte_mempool, port: u16) -> Result<usize, GlueEr
     let mut mapper = EthDmaMapper::default();
     match z.core.dma_attach(DeviceId(port as u64), &mut mapper) {
         Ok(n) => {
-            log!(Level::Info, "pool {}: port {port}: {n} chunks DMA-mapped", pool_name(mp));
+            log!(
+                Level::Info,
+                "pool {}: port {port}: {n} chunks DMA-mapped",
+                pool_name(mp)
+            );
             Ok(n)
         }
         Err(_) if mapper.unsupported => {
@@ -178,6 +188,8 @@ pub unsafe fn shutdown_ports(
     }
     // SAFETY: live mempool (caller's contract).
     let z = unsafe { zone::attach(mp) }?;
+    // SAFETY: live mempool, no lcore in a get/put (caller's contract).
+    unsafe { close_dpdk_caches(mp) };
     let mut mapper = EthDmaMapper::default();
     let start = Instant::now();
     // SAFETY: quiescent per the caller's contract.
@@ -215,7 +227,11 @@ pub unsafe fn shutdown_ports(
             }
             other @ (PollOutcome::AlreadyReleased | PollOutcome::NotDraining) => {
                 // Someone else released or re-activated it: not ours to free.
-                log!(Level::Err, "pool {}: shutdown found the pool {other:?}", pool_name(mp));
+                log!(
+                    Level::Err,
+                    "pool {}: shutdown found the pool {other:?}",
+                    pool_name(mp)
+                );
                 return Err(GlueError::Dpdk {
                     call: "shutdown_ports",
                     errno: -libc::EALREADY,
@@ -223,6 +239,32 @@ pub unsafe fn shutdown_ports(
             }
         }
     }
+}
+
+/// Empties DPDK's own per-lcore mempool caches into the handler and turns
+/// them off, so that buffers returned after shutdown reach the handler (and
+/// its inflight count) instead of idling in a cache nobody flushes.
+///
+/// # Safety
+/// `mp` is live and no lcore is inside a get/put on it.
+unsafe fn close_dpdk_caches(mp: *mut sys::rte_mempool) {
+    // SAFETY: live mempool (caller's contract).
+    if unsafe { (*mp).cache_size } == 0 {
+        return;
+    }
+    for lcore in 0..sys::RTE_MAX_LCORE {
+        // SAFETY: the index is below RTE_MAX_LCORE; the caches are quiescent.
+        unsafe {
+            let cache = sys::rte_mempool_default_cache(mp, lcore);
+            if !cache.is_null() && (*cache).len > 0 {
+                sys::rte_mempool_cache_flush(cache, mp);
+            }
+        }
+    }
+    // With cache_size 0, rte_mempool_default_cache() returns NULL: every
+    // later put goes straight to the handler.
+    // SAFETY: live mempool; no concurrent user (caller's contract).
+    unsafe { (*mp).cache_size = 0 };
 }
 
 fn stop_port(port: u16) {
@@ -296,7 +338,9 @@ unsafe extern "C" fn deferred_release(arg: *mut c_void) {
                 unsafe { sys::rte_mempool_free(mp) };
             }
             PollOutcome::Warn {
-                inflight, waited_ns, ..
+                inflight,
+                waited_ns,
+                ..
             } => {
                 log!(
                     Level::Warning,
@@ -305,16 +349,32 @@ unsafe extern "C" fn deferred_release(arg: *mut c_void) {
                     waited_ns / 1_000_000_000
                 );
                 if let Err(e) = arm(mp, retry_us) {
-                    log!(Level::Err, "pool {}: cannot re-arm deferred release: {e}", pool_name(mp));
+                    log!(
+                        Level::Err,
+                        "pool {}: cannot re-arm deferred release: {e}",
+                        pool_name(mp)
+                    );
                 }
             }
             PollOutcome::AlreadyReleased | PollOutcome::NotDraining => {
-                log!(Level::Err, "pool {}: deferred release found nothing to do", pool_name(mp));
+                log!(
+                    Level::Err,
+                    "pool {}: deferred release found nothing to do",
+                    pool_name(mp)
+                );
             }
             PollOutcome::Waiting { inflight, .. } => {
-                log!(Level::Debug, "pool {}: deferred release: {inflight} inflight", pool_name(mp));
+                log!(
+                    Level::Debug,
+                    "pool {}: deferred release: {inflight} inflight",
+                    pool_name(mp)
+                );
                 if let Err(e) = arm(mp, retry_us) {
-                    log!(Level::Err, "pool {}: cannot re-arm deferred release: {e}", pool_name(mp));
+                    log!(
+                        Level::Err,
+                        "pool {}: cannot re-arm deferred release: {e}",
+                        pool_name(mp)
+                    );
                 }
             }
         }
@@ -323,32 +383,45 @@ unsafe extern "C" fn deferred_release(arg: *mut c_void) {
 
 /// Device removal and port release: unmap that device's mappings from every
 /// ptr_ring pool, once; the pools keep serving and accept late returns.
-unsafe extern "C" fn on_port_event(port: u16, event: sys::rte_eth_event_type, _arg: *mut c_void, _ret: *mut c_void) -> c_int {
-    let _ = std::panic::catch_unwind(|| {
-        let device = DeviceId(port as u64);
-        for name in crate::telemetry::pools() {
-            let Ok(c) = std::ffi::CString::new(name.clone()) else { continue };
-            // SAFETY: valid name; null when absent.
-            let mp = unsafe { sys::rte_mempool_lookup(c.as_ptr()) };
-            if mp.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
-                continue;
-            }
-            // SAFETY: a live pool of ours.
-            let Ok(z) = (unsafe { zone::attach(mp) }) else { continue };
-            if z.core.device_stats(device).is_none() || z.core.state() == PoolState::Released {
-                continue;
-            }
-            let mut mapper = EthDmaMapper::default();
-            match z.core.dma_remove(device, &mut mapper) {
-                Ok(n) => log!(
+unsafe extern "C" fn on_port_event(
+    port: u16,
+    event: sys::rte_eth_event_type,
+    _arg: *mut c_void,
+    _ret: *mut c_void,
+) -> c_int {
+    let _ =
+        std::panic::catch_unwind(|| {
+            let device = DeviceId(port as u64);
+            for name in crate::telemetry::pools() {
+                let Ok(c) = std::ffi::CString::new(name.clone()) else {
+                    continue;
+                };
+                // SAFETY: valid name; null when absent.
+                let mp = unsafe { sys::rte_mempool_lookup(c.as_ptr()) };
+                // SAFETY: `mp` is checked non-null first; callers pass live pools.
+                if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
+                    continue;
+                }
+                // SAFETY: a live pool of ours.
+                let Ok(z) = (unsafe { zone::attach(mp) }) else {
+                    continue;
+                };
+                if z.core.device_stats(device).is_none() || z.core.state() == PoolState::Released {
+                    continue;
+                }
+                let mut mapper = EthDmaMapper::default();
+                match z.core.dma_remove(device, &mut mapper) {
+                    Ok(n) => {
+                        log!(
                     Level::Notice,
                     "pool {name}: port {port} {}: {n} DMA mappings removed; pool keeps serving",
                     if event == sys::RTE_ETH_EVENT_INTR_RMV { "removed" } else { "released" }
-                ),
-                Err(e) => log!(Level::Err, "pool {name}: port {port}: unmap failed: {e}"),
+                )
+                    }
+                    Err(e) => log!(Level::Err, "pool {name}: port {port}: unmap failed: {e}"),
+                }
             }
-        }
-    });
+        });
     0
 }
 
@@ -359,7 +432,12 @@ pub fn register_event_callbacks() {
         for event in [sys::RTE_ETH_EVENT_INTR_RMV, sys::RTE_ETH_EVENT_DESTROY] {
             // SAFETY: a valid callback for all ports.
             let r = unsafe {
-                sys::rte_eth_dev_callback_register(sys::RTE_ETH_ALL as u16, event, Some(on_port_event), core::ptr::null_mut())
+                sys::rte_eth_dev_callback_register(
+                    sys::RTE_ETH_ALL as u16,
+                    event,
+                    Some(on_port_event),
+                    core::ptr::null_mut(),
+                )
             };
             if r < 0 {
                 log!(Level::Warning, "cannot listen to port event {event}: {r}");

@@ -14,7 +14,8 @@ pub fn pools() -> Vec<String> {
     unsafe extern "C" fn visit(mp: *mut sys::rte_mempool, arg: *mut c_void) {
         // SAFETY: `arg` is the Vec passed below, alive for the walk.
         let names = unsafe { &mut *arg.cast::<Vec<String>>() };
-        if ops::ops_name_of(mp) == ops::OPS_NAME {
+        // SAFETY: `mp` is a live mempool (from the walk / lookup above).
+        if unsafe { ops::ops_name_of(mp) } == ops::OPS_NAME {
             // SAFETY: the walk gives valid mempools.
             names.push(zone::cstr_field(unsafe { &(*mp).name }));
         }
@@ -25,7 +26,11 @@ pub fn pools() -> Vec<String> {
     names
 }
 
-unsafe extern "C" fn cmd_pools(_cmd: *const c_char, _params: *const c_char, d: *mut sys::rte_tel_data) -> c_int {
+unsafe extern "C" fn cmd_pools(
+    _cmd: *const c_char,
+    _params: *const c_char,
+    d: *mut sys::rte_tel_data,
+) -> c_int {
     let names = pools();
     // SAFETY: `d` is the reply buffer DPDK hands us.
     unsafe {
@@ -39,7 +44,11 @@ unsafe extern "C" fn cmd_pools(_cmd: *const c_char, _params: *const c_char, d: *
     0
 }
 
-unsafe extern "C" fn cmd_stats(_cmd: *const c_char, params: *const c_char, d: *mut sys::rte_tel_data) -> c_int {
+unsafe extern "C" fn cmd_stats(
+    _cmd: *const c_char,
+    params: *const c_char,
+    d: *mut sys::rte_tel_data,
+) -> c_int {
     if params.is_null() {
         return -libc::EINVAL;
     }
@@ -47,7 +56,8 @@ unsafe extern "C" fn cmd_stats(_cmd: *const c_char, params: *const c_char, d: *m
     let name = unsafe { CStr::from_ptr(params) };
     // SAFETY: valid name; lookup returns null when absent.
     let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
-    if mp.is_null() || ops::ops_name_of(mp) != ops::OPS_NAME {
+    // SAFETY: `mp` is checked non-null first; callers pass live pools.
+    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
         return -libc::EINVAL;
     }
     // SAFETY: a live mempool of ours.
@@ -71,7 +81,8 @@ unsafe extern "C" fn cmd_stats(_cmd: *const c_char, params: *const c_char, d: *m
     // SAFETY: live mempool.
     u("size", unsafe { (*mp).size } as u64);
     // SAFETY: live mempool.
-    u("available", unsafe { sys::rte_mempool_avail_count(mp) } as u64);
+    u("available", unsafe { sys::rte_mempool_avail_count(mp) }
+        as u64);
     u("populated", s.populated as u64);
     u("in_ring", s.in_ring as u64);
     u("in_handler_caches", s.in_caches as u64);
@@ -87,7 +98,12 @@ unsafe extern "C" fn cmd_stats(_cmd: *const c_char, params: *const c_char, d: *m
     u("validation", s.validate as u64);
     u("rejected_foreign", s.rejected.foreign);
     u("rejected_double_free", s.rejected.double_free);
-    u("get_failures", z.header.get_failures.load(std::sync::atomic::Ordering::Relaxed));
+    u(
+        "get_failures",
+        z.header
+            .get_failures
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
     0
 }
 

@@ -121,7 +121,9 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
     // first word of our header is the magic, read atomically.
     let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
     if magic != ZONE_MAGIC {
-        return Err(GlueError::NotOurPool { addr: base as usize });
+        return Err(GlueError::NotOurPool {
+            addr: base as usize,
+        });
     }
     // SAFETY: the magic proves `create` initialised header and core here.
     unsafe {

@@ -1,0 +1,225 @@
+//! Shared helpers of the EAL integration tests (`tests/eal_*.rs`).
+//!
+//! EAL initialises once per process, so every test file holds one `#[test]`
+//! that runs its steps in order. Tests that need a different process
+//! environment (validation mode is read from the environment when the
+//! handler loads, before `main`; multi-process runs) re-run their own test
+//! binary as a child with [`rerun_self`].
+#![allow(dead_code)]
+
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use dpdk_sys as sys;
+use mempool::PoolStats;
+use rte_mempool_ptr_ring::api::{self, MbufPool};
+
+/// What `scripts/setup.sh` chose for this machine (`build/eal-mem.env`).
+#[derive(Debug, Clone)]
+pub struct EalMem {
+    /// `hugepages` or `nohuge` (or `default` when the file is missing).
+    pub mode: String,
+    /// The EAL memory arguments.
+    pub args: Vec<String>,
+}
+
+impl EalMem {
+    /// Whether hugepages (shared memory) are available to EAL.
+    pub fn hugepages(&self) -> bool {
+        self.mode == "hugepages"
+    }
+}
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Reads `build/eal-mem.env` (or the file named by `PTR_RING_EAL_ENV`);
+/// without it, `--no-huge -m 512 --no-shconf`.
+pub fn eal_mem() -> EalMem {
+    let path = std::env::var_os("PTR_RING_EAL_ENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("build/eal-mem.env"));
+    let mut mode = String::from("default");
+    let mut mem: Option<String> = None;
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(v) = line.strip_prefix("EAL_MODE=") {
+                mode = v.trim_matches('"').to_string();
+            } else if let Some(v) = line.strip_prefix("EAL_MEM=") {
+                mem = Some(v.trim_matches('"').to_string());
+            }
+        }
+    }
+    let mut args: Vec<String> = mem
+        .unwrap_or_else(|| "--no-huge -m 512".to_string())
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    // Without hugepages EAL keeps a shared config in /var/run/dpdk/rte
+    // unless told not to; concurrent runs would then clash.
+    if args.iter().any(|a| a == "--no-huge") && !args.iter().any(|a| a == "--no-shconf") {
+        args.push("--no-shconf".into());
+    }
+    EalMem { mode, args }
+}
+
+/// EAL arguments of a single-process test: the machine's memory arguments,
+/// no PCI, lcores `lcores`, the handler's debug log, no telemetry socket
+/// (several test processes may run at once).
+pub fn eal_args(prog: &str, lcores: &str) -> Vec<String> {
+    let mut v = vec![prog.to_string()];
+    v.extend(eal_mem().args);
+    v.extend(
+        [
+            "--no-pci",
+            "--no-telemetry",
+            "-l",
+            lcores,
+            "--log-level=mempool.ptr_ring:debug",
+            "--log-level=lib.eal:notice",
+        ]
+        .map(String::from),
+    );
+    v
+}
+
+/// Registers the handler (the rlib, no `-d`) and initialises EAL.
+pub fn init_eal(args: &[String]) {
+    let idx = api::ensure_registered().expect("ptr_ring ops registered in-process");
+    eprintln!("test: ptr_ring ops at index {idx}; EAL args {args:?}");
+    api::eal_init(args).expect("rte_eal_init");
+}
+
+/// Objects in DPDK's own per-lcore cache of `mp` for `lcore` (0 without one).
+pub fn dpdk_cache_len(mp: *mut sys::rte_mempool, lcore: u32) -> u32 {
+    // SAFETY: a live pool; the result is null or that lcore's cache.
+    let c = unsafe { sys::rte_mempool_default_cache(mp, lcore) };
+    if c.is_null() {
+        0
+    } else {
+        // SAFETY: a live cache.
+        unsafe { (*c).len }
+    }
+}
+
+/// Flushes DPDK's cache of `lcore` back to the handler.
+pub fn dpdk_cache_flush(mp: *mut sys::rte_mempool, lcore: u32) {
+    // SAFETY: a live pool; flushing a null cache is a no-op.
+    unsafe {
+        let c = sys::rte_mempool_default_cache(mp, lcore);
+        if !c.is_null() {
+            sys::rte_mempool_cache_flush(c, mp);
+        }
+    }
+}
+
+/// Checks `populated == in_ring + in_caches + inflight` and
+/// `populated == size`, and returns the stats.
+pub fn conserved(pool: &MbufPool, phase: &str) -> PoolStats {
+    let s = pool.stats().expect("stats of a ptr_ring pool");
+    check_stats(&s, pool.size() as usize, phase);
+    s
+}
+
+/// The conservation checks on a stats snapshot.
+pub fn check_stats(s: &PoolStats, size: usize, phase: &str) {
+    eprintln!(
+        "test: [{phase}] populated {} in_ring {} in_caches {} inflight {} hold {} release {} rejected {:?}",
+        s.populated, s.in_ring, s.in_caches, s.inflight, s.hold, s.release, s.rejected
+    );
+    assert_eq!(s.populated, size, "[{phase}] every object populated");
+    assert_eq!(
+        s.populated as i64,
+        (s.in_ring + s.in_caches) as i64 + s.inflight,
+        "[{phase}] conservation: populated == in_ring + in_caches + inflight ({s:?})"
+    );
+}
+
+/// `rte_errno` as text.
+pub fn strerror(e: i32) -> String {
+    // SAFETY: rte_strerror returns a static string.
+    unsafe { CStr::from_ptr(sys::rte_strerror(e.abs())) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs this test binary again as a child running only `test_name`, with
+/// `envs` added; stdin and stdout are piped when `pipe_io`.
+pub fn rerun_self(test_name: &str, envs: &[(&str, &str)], pipe_io: bool) -> Child {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args([test_name, "--exact", "--nocapture", "--test-threads=1"]);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    if pipe_io {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    }
+    cmd.spawn().expect("spawn test child")
+}
+
+/// Waits for `child` at most `secs` seconds; kills it on timeout.
+pub fn wait_timeout(child: &mut Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: no exit within {secs} s, killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Runs `f` with DPDK's log going to a temporary file as well as being
+/// echoed to stderr afterwards; returns what was logged.
+pub fn capture_log<R>(f: impl FnOnce() -> R) -> (R, String) {
+    use std::io::{Read, Seek};
+    let file = tempfile_rw();
+    let fd = {
+        use std::os::fd::AsRawFd;
+        file.as_raw_fd()
+    };
+    // SAFETY: a fresh duplicate of our fd, opened for writing; DPDK writes
+    // log lines to it until we put the default stream back.
+    let stream = unsafe { libc::fdopen(libc::dup(fd), c"w".as_ptr()) };
+    assert!(!stream.is_null(), "fdopen");
+    // SAFETY: a valid FILE (libc's and bindgen's FILE are the same struct).
+    unsafe { sys::rte_openlog_stream(stream.cast()) };
+    let r = f();
+    // SAFETY: restore the default stream (stderr), then close ours.
+    unsafe {
+        sys::rte_openlog_stream(core::ptr::null_mut());
+        libc::fclose(stream);
+    }
+    let mut file = file;
+    file.rewind().expect("rewind");
+    let mut text = String::new();
+    file.read_to_string(&mut text).expect("read log");
+    eprint!("{text}");
+    (r, text)
+}
+
+fn tempfile_rw() -> std::fs::File {
+    let path = std::env::temp_dir().join(format!(
+        "ptr_ring_test_log.{}.{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .expect("temp log file");
+    let _ = std::fs::remove_file(&path);
+    f
+}

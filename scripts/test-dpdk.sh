@@ -1,0 +1,338 @@
+#!/usr/bin/env bash
+# DPDK-level checks of the ptr_ring mempool handler, with real DPDK programs:
+#
+#   1. mempool_autotest  DPDK's own mempool unit test (dpdk-test) on ptr_ring;
+#   2. testpmd           io forwarding on two net_null ports, DPDK mbuf cache
+#                        default and --mbcache=0: forwards, exits cleanly, the
+#                        handler served mb_pool_0 and accounts for it at free;
+#   3. l2fwd             DPDK's l2fwd example, built here with pkg-config,
+#                        forwarding between two net_null ports on ptr_ring;
+#   4. telemetry         /ptr_ring/pools and /ptr_ring/stats,mb_pool_0 read
+#                        from a running testpmd with dpdk-telemetry.py
+#                        (--mbcache=0, so that forwarding reaches the handler
+#                        and its hold counter grows between two reads);
+#   5. cargo EAL tests   pmd-glue/tests/eal_*.rs (exhaustion, validation mode,
+#                        two lcores, primary + secondary processes).
+#
+# Prints one PASS/FAIL (or SKIP) line per check and ends with
+# "dpdk: N passed, M failed"; exits non-zero if any check failed. Logs go to
+# build/test-dpdk/. Every DPDK run is a private process (--in-memory, or
+# --no-huge --no-shconf) or uses a --file-prefix of its own that is removed
+# afterwards, so runs can be repeated and run next to other DPDK programs.
+#
+# Needs: scripts/setup.sh run once (build/eal-mem.env) and
+# `cargo build --release --workspace` (target/release/librte_mempool_ptr_ring.so).
+#
+# Environment:
+#   PTR_RING_LIB          the handler .so (default target/release/...)
+#   PTR_RING_EAL_ENV      a file like build/eal-mem.env to use instead of it,
+#                         e.g. to try --no-huge on a machine with hugepages
+#   TEST_DPDK_SKIP_CARGO  1: leave out check 5 (e.g. when `cargo test` ran it)
+#   TEST_DPDK_ONLY        space-separated subset of: autotest testpmd l2fwd
+#                         telemetry cargo
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+# shellcheck source=scripts/testpmd-rate.sh
+source "$repo/scripts/testpmd-rate.sh" # also sources eal-args.sh: EAL_MEM, EAL_MODE
+if [[ -n ${PTR_RING_EAL_ENV:-} ]]; then
+    # Another memory mode than setup.sh chose (the cargo tests read it too).
+    # shellcheck source=/dev/null
+    source "$PTR_RING_EAL_ENV"
+fi
+
+LIB=${PTR_RING_LIB:-$repo/target/release/librte_mempool_ptr_ring.so}
+logs=$repo/build/test-dpdk
+mkdir -p "$logs"
+start=$SECONDS
+
+passed=0
+failed=0
+check_start=$SECONDS
+took=""
+lap() { took="$((SECONDS - check_start)) s"; check_start=$SECONDS; }
+pass() { lap; echo "PASS $1${2:+ ($2)} [$took]"; passed=$((passed + 1)); }
+fail() {
+    lap
+    echo "FAIL $1: $2 [$took]"
+    [[ -n ${3:-} && -f ${3:-} ]] && { echo "  --- last lines of $3:"; tail -n 15 "$3" | awk '{ print "  | " $0 }'; }
+    failed=$((failed + 1))
+}
+skip() { lap; echo "SKIP $1: $2 [$took]"; }
+wanted() { [[ -z ${TEST_DPDK_ONLY:-} ]] || [[ " $TEST_DPDK_ONLY " == *" $1 "* ]]; }
+
+# The handler's own error reports (ops::report) and panics caught at the FFI
+# boundary: none may appear in a healthy run.
+handler_errors() {
+    grep -E 'PTR_RING: ((alloc|free|enqueue|dequeue|get_count|populate) on pool|internal error|cannot register)' "$1" || true
+}
+
+if [[ ! -f $LIB ]]; then
+    echo "test-dpdk: $LIB not found; run: cargo build --release --workspace" >&2
+    fail setup "handler library missing"
+    echo "dpdk: $passed passed, $failed failed"
+    exit 1
+fi
+# shellcheck disable=SC2206 # EAL_MEM is a list of arguments
+eal_mem=($EAL_MEM)
+echo "test-dpdk: EAL mode $EAL_MODE ($EAL_MEM), handler $LIB"
+check_start=$SECONDS
+
+# --------------------------------------------------------------- 1. autotest
+check_autotest() {
+    local log=$logs/mempool_autotest.log rc=0
+    DPDK_TEST=mempool_autotest timeout -k 5 120 dpdk-test "${eal_mem[@]}" --no-telemetry --no-pci -l 0-1 \
+        -d "$LIB" --mbuf-pool-ops-name ptr_ring </dev/null >"$log" 2>&1 || rc=$?
+    local allocs frees leaks errs
+    allocs=$(grep -c 'PTR_RING: pool [^ ]*: [0-9]* objects' "$log" || true)
+    frees=$(grep -c 'PTR_RING: pool [^ ]* freed' "$log" || true)
+    leaks=$(grep -c 'PTR_RING: pool [^ ]* freed with' "$log" || true)
+    errs=$(handler_errors "$log")
+    if ((rc != 0)); then
+        fail mempool_autotest "dpdk-test exit status $rc" "$log"
+    elif ! grep -q '^Test OK' "$log"; then
+        fail mempool_autotest "no 'Test OK'" "$log"
+    elif ((allocs == 0)); then
+        fail mempool_autotest "no 'PTR_RING: pool' line: the test did not run on ptr_ring" "$log"
+    elif ((frees != allocs)); then
+        fail mempool_autotest "$allocs pools created on ptr_ring but $frees freed" "$log"
+    elif [[ -n $errs ]]; then
+        fail mempool_autotest "handler errors: $errs" "$log"
+    else
+        pass mempool_autotest "Test OK; $allocs ptr_ring pools created and freed, $leaks freed with objects out"
+    fi
+}
+
+# ---------------------------------------------------------------- 2. testpmd
+# $1: label, rest: extra testpmd arguments.
+check_testpmd() {
+    local label=$1; shift
+    local log=$logs/testpmd-$label.log
+    if ! TESTPMD_SECONDS=2 TESTPMD_LOG=$log testpmd_mpps -d "$LIB" --mbuf-pool-ops-name ptr_ring --no-telemetry \
+        -- "$@" >/dev/null 2>"$logs/testpmd-$label.err"; then
+        fail "testpmd_$label" "no forwarding rate: $(head -n 1 "$logs/testpmd-$label.err")" "$log"
+        return
+    fi
+    local mpps=$TESTPMD_MPPS errs freed
+    errs=$(handler_errors "$log")
+    freed=$(grep -m1 'PTR_RING: pool mb_pool_0 freed' "$log" || true)
+    if ! awk -v r="$mpps" 'BEGIN { exit !(r > 0) }'; then
+        fail "testpmd_$label" "forwarding rate $mpps Mpps" "$log"
+    elif ! grep -q 'PTR_RING: pool mb_pool_0: [0-9]* objects' "$log"; then
+        fail "testpmd_$label" "no 'PTR_RING: pool mb_pool_0:' line: mb_pool_0 not on ptr_ring" "$log"
+    elif ! grep -q '^Bye' "$log"; then
+        fail "testpmd_$label" "testpmd did not exit cleanly (no 'Bye...')" "$log"
+    elif [[ -z $freed ]]; then
+        # testpmd frees its mbuf pools at exit (rte_mempool_free in
+        # pmd_test_exit), so the handler must have said so.
+        fail "testpmd_$label" "no 'PTR_RING: pool mb_pool_0 freed' line at exit" "$log"
+    elif [[ -n $errs ]]; then
+        fail "testpmd_$label" "handler errors: $errs" "$log"
+    elif [[ " $* " == *" --mbcache=0 "* ]] && [[ $freed != *"freed: every object returned"* ]]; then
+        # No DPDK cache: every object is in the handler at exit.
+        fail "testpmd_$label" "with --mbcache=0 every object must come back: $freed" "$log"
+    elif [[ $freed =~ freed\ with\ ([0-9]+)\ objects ]] && ((BASH_REMATCH[1] > 750)); then
+        # With DPDK's cache (testpmd: 250 per lcore) rte_mempool_free does
+        # not flush the per-lcore caches: up to 2 lcores x 1.5 x 250 objects
+        # may sit there. More than that is a loss.
+        fail "testpmd_$label" "more objects missing at free than DPDK's caches can hold: $freed" "$log"
+    else
+        pass "testpmd_$label" "$mpps Mpps; ${freed#*PTR_RING: }"
+    fi
+}
+
+# ------------------------------------------------------------------ 3. l2fwd
+check_l2fwd() {
+    local src=/usr/share/dpdk/examples/l2fwd/main.c bin=$repo/build/l2fwd
+    local blog=$logs/l2fwd-build.log log=$logs/l2fwd.log rc=0
+    if [[ ! -f $src ]]; then
+        fail l2fwd "$src missing (Debian package dpdk-doc)"
+        return
+    fi
+    if [[ ! -x $bin || $src -nt $bin ]]; then
+        # shellcheck disable=SC2046 # pkg-config output is a list of flags
+        if ! cc -O2 -DALLOW_EXPERIMENTAL_API $(pkg-config --cflags libdpdk) "$src" -o "$bin" \
+            $(pkg-config --libs libdpdk) >"$blog" 2>&1; then
+            fail l2fwd "build of $src failed" "$blog"
+            return
+        fi
+    fi
+    # l2fwd runs until SIGINT; --preserve-status gives its own exit status.
+    timeout --preserve-status -k 5 -s INT 4 "$bin" "${eal_mem[@]}" --no-telemetry --no-pci -l 0-1 \
+        --vdev net_null0 --vdev net_null1 -d "$LIB" --mbuf-pool-ops-name ptr_ring \
+        -- -p 0x3 -T 1 </dev/null >"$log" 2>&1 || rc=$?
+    local sent errs
+    sent=$(awk '/Total packets sent:/ { v = $4 } END { print v + 0 }' "$log")
+    errs=$(handler_errors "$log")
+    if ((rc != 0)); then
+        fail l2fwd "exit status $rc" "$log"
+    elif ! grep -q 'PTR_RING: pool mbuf_pool: [0-9]* objects' "$log"; then
+        fail l2fwd "no 'PTR_RING: pool mbuf_pool:' line: l2fwd's pool not on ptr_ring" "$log"
+    elif ((sent == 0)); then
+        fail l2fwd "no packets forwarded" "$log"
+    elif [[ -n $errs ]]; then
+        fail l2fwd "handler errors: $errs" "$log"
+    else
+        pass l2fwd "$sent packets sent"
+    fi
+}
+
+# -------------------------------------------------------------- 4. telemetry
+# tel_query PREFIX COMMAND: prints the JSON reply.
+tel_query() {
+    local fp=$1 cmd=$2
+    if command -v dpdk-telemetry.py >/dev/null 2>&1; then
+        echo "$cmd" | timeout 10 dpdk-telemetry.py -f "$fp"
+    else
+        # The v2 protocol: SOCK_SEQPACKET, a JSON greeting, then one JSON
+        # reply per command sent.
+        timeout 10 python3 - "/var/run/dpdk/$fp/dpdk_telemetry.v2" "$cmd" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+hello = json.loads(s.recv(1024).decode())
+s.send(sys.argv[2].encode())
+print(s.recv(hello["max_output_len"]).decode())
+PY
+    fi
+}
+
+check_telemetry() {
+    local fp=ptrring_tel_$$ log=$logs/telemetry-testpmd.log
+    local sock=/var/run/dpdk/$fp/dpdk_telemetry.v2
+    rm -rf "/var/run/dpdk/$fp"
+    local keep keeper pid
+    exec {keep}< <(exec sleep 3600)
+    keeper=$!
+    dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci --vdev net_null0 --vdev net_null1 \
+        -d "$LIB" --mbuf-pool-ops-name ptr_ring -- -a --forward-mode=io --mbcache=0 <&"$keep" >"$log" 2>&1 &
+    pid=$!
+    local deadline=$((SECONDS + 30))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)) && ! { [[ -S $sock ]] && grep -qs 'PTR_RING: pool mb_pool_0:' "$log"; }; do
+        sleep 0.2
+    done
+    # (testpmd's own output is block-buffered into the log; EAL log lines,
+    # ours included, are flushed.) Ports start right after the pool.
+    sleep 1
+    local pools="" s1="" s2="" none="" bad=""
+    if [[ ! -S $sock ]]; then
+        bad="no telemetry socket $sock"
+    else
+        pools=$(tel_query "$fp" /ptr_ring/pools 2>&1) || true
+        s1=$(tel_query "$fp" /ptr_ring/stats,mb_pool_0 2>&1) || true
+        sleep 0.5
+        s2=$(tel_query "$fp" /ptr_ring/stats,mb_pool_0 2>&1) || true
+        none=$(tel_query "$fp" /ptr_ring/stats,no_such_pool 2>&1) || true
+    fi
+    kill -INT "$pid" 2>/dev/null || true
+    local waited=0 rc=0
+    while kill -0 "$pid" 2>/dev/null && ((waited < 100)); do sleep 0.1; waited=$((waited + 1)); done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" || rc=$?
+    exec {keep}<&-
+    kill "$keeper" 2>/dev/null || true
+    wait "$keeper" 2>/dev/null || true
+    rm -rf "/var/run/dpdk/$fp"
+    {
+        echo "pools: $pools"
+        echo "stats: $s1"
+        echo "stats 0.5 s later: $s2"
+        echo "unknown pool: ${none:-}"
+    } >"$logs/telemetry.json"
+    if [[ -n $bad ]]; then
+        fail telemetry "$bad" "$log"
+        return
+    fi
+    local verdict
+    verdict=$(python3 - "$pools" "$s1" "$s2" "${none:-}" <<'PY'
+import json, sys
+def parse(t):
+    t = t.strip()
+    return json.loads(t[t.index("{"):]) if "{" in t else None
+try:
+    pools = parse(sys.argv[1])["/ptr_ring/pools"]
+    a = parse(sys.argv[2])["/ptr_ring/stats"]
+    b = parse(sys.argv[3])["/ptr_ring/stats"]
+    none = parse(sys.argv[4])
+except Exception as e:
+    print(f"bad reply: {e!r}"); sys.exit()
+need = ["size", "available", "populated", "in_ring", "in_handler_caches", "inflight", "hold", "release"]
+if "mb_pool_0" not in (pools or []):
+    print(f"mb_pool_0 not listed by /ptr_ring/pools: {pools}")
+elif not isinstance(a, dict) or any(k not in a for k in need):
+    print(f"stats lack fields {[k for k in need if not isinstance(a, dict) or k not in a]}: {a}")
+elif a["size"] <= 0 or a["populated"] != a["size"]:
+    print(f"size {a['size']} populated {a['populated']}")
+elif a["available"] > a["size"] or a["in_ring"] + a["in_handler_caches"] > a["size"]:
+    print(f"counts exceed the pool: {a}")
+elif not (b["hold"] > a["hold"] > 0):
+    print(f"hold not growing while forwarding: {a['hold']} -> {b['hold']}")
+elif none and (none.get("/ptr_ring/stats") not in (None, {})):
+    print(f"stats of an unknown pool answered: {none}")
+else:
+    print(f"OK size {a['size']}, in_ring {a['in_ring']}, inflight {a['inflight']}, hold +{b['hold'] - a['hold']} in 0.5 s")
+PY
+)
+    if [[ $verdict != OK* ]]; then
+        fail telemetry "$verdict" "$logs/telemetry.json"
+    elif ((rc != 0 && rc != 130)); then
+        fail telemetry "testpmd exit status $rc" "$log"
+    elif [[ -e /var/run/dpdk/$fp ]]; then
+        fail telemetry "/var/run/dpdk/$fp left behind"
+    else
+        pass telemetry "${verdict#OK }"
+    fi
+}
+
+# ------------------------------------------------------ 5. cargo EAL tests
+check_cargo() {
+    # Build once, then run the test executables themselves: no cargo lock
+    # to wait on (other builds may hold it) and no rebuild between tests.
+    local blog=$logs/cargo-build.log list
+    if ! list=$(cargo test --release -p pmd-glue --no-run --message-format=json 2>"$blog" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]:
+        print(m["target"]["name"], m["executable"])
+'); then
+        fail cargo_build "cargo test --no-run failed" "$blog"
+        return
+    fi
+    lap
+    echo "test-dpdk: test executables built [$took]"
+    local t exe log out rc
+    for t in eal_exhaustion eal_validation eal_two_lcores eal_multiprocess; do
+        exe=$(awk -v t="$t" '$1 == t { print $2 }' <<<"$list")
+        log=$logs/cargo-$t.log
+        if [[ -z $exe || ! -x $exe ]]; then
+            fail "cargo_$t" "test executable not built (see $blog)"
+            continue
+        fi
+        rc=0
+        (cd "$repo/pmd-glue" && timeout -k 5 120 "$exe" --nocapture --test-threads=1) </dev/null >"$log" 2>&1 || rc=$?
+        out=$(grep -E '^test: (SKIP|ops-index hazard)' "$log" | sed 's/^test: //' | paste -sd ';' - || true)
+        if ((rc != 0)); then
+            fail "cargo_$t" "exit status $rc: $(grep -m1 -A1 'panicked' "$log" | tail -n 1 || true)" "$log"
+        elif grep -q "^test: SKIP $t" "$log"; then
+            skip "cargo_$t" "${out#SKIP }"
+        else
+            pass "cargo_$t" "$out"
+        fi
+    done
+}
+
+wanted autotest && check_autotest
+wanted testpmd && check_testpmd mbcache_default
+wanted testpmd && check_testpmd mbcache_0 --mbcache=0
+wanted l2fwd && check_l2fwd
+wanted telemetry && check_telemetry
+if [[ ${TEST_DPDK_SKIP_CARGO:-0} != 1 ]] && wanted cargo; then check_cargo; fi
+
+echo "test-dpdk: $((SECONDS - start)) s, logs in $logs"
+echo "dpdk: $passed passed, $failed failed"
+((failed == 0))
