@@ -11,6 +11,7 @@
 //! `max_chunks` [`ChunkEntry`] records and `max_chunks` order slots, located
 //! by offsets relative to the header (no pointers).
 
+use core::cell::UnsafeCell;
 use core::fmt;
 
 use crate::error::PoolError;
@@ -270,6 +271,9 @@ pub(crate) struct ChunkTable {
     entries_rel: usize,
     /// Offset of the `AtomicU32` order array (record ids sorted by `va_start`).
     order_rel: usize,
+    /// Records are written through `&self`: keeps the header `!Freeze` (see
+    /// `LcoreCache`), whatever the atomics are made of.
+    _records_are_mutable: UnsafeCell<()>,
 }
 
 impl ChunkTable {
@@ -285,6 +289,7 @@ impl ChunkTable {
             max_chunks,
             entries_rel,
             order_rel,
+            _records_are_mutable: UnsafeCell::new(()),
         }
     }
 

@@ -29,6 +29,7 @@
 //! * put otherwise: flush the top of the stack down to
 //!   `min(len, limit/2, limit − k)` objects to the ring in one bulk, push.
 
+use core::cell::UnsafeCell;
 use core::ffi::c_void;
 
 use crossbeam_utils::CachePadded;
@@ -50,6 +51,12 @@ pub(crate) struct LcoreCache {
     hold: AtomicU64,
     /// Objects this lcore took back.
     release: AtomicU64,
+    /// The slots after this header are written through `&self`: this marker
+    /// makes the header `!Freeze`, so a shared reference to it never
+    /// promises the compiler that memory reached from it is read-only
+    /// (with std atomics the `UnsafeCell`s inside already do; loom's
+    /// atomics have none).
+    _slots_are_mutable: UnsafeCell<()>,
 }
 
 /// Bytes from a cache header to its first slot.
@@ -63,6 +70,24 @@ pub(crate) const fn stride(cache_size: usize) -> usize {
     HEADER_BYTES + slots.div_ceil(CACHE_ALIGN) * CACHE_ALIGN
 }
 
+/// Copies `n` object pointers. The single object of DPDK's uncached calls
+/// is copied inline: a `memcpy` call with a run-time length would cost more
+/// than the rest of the fast path.
+///
+/// # Safety
+/// `src` is valid for `n` reads, `dst` for `n` writes, and they do not overlap.
+#[inline(always)]
+unsafe fn copy_objs(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
+    // SAFETY: the caller's guarantee; both arms copy exactly `n` pointers.
+    unsafe {
+        if n == 1 {
+            dst.write(src.read());
+        } else {
+            core::ptr::copy_nonoverlapping(src, dst, n);
+        }
+    }
+}
+
 impl LcoreCache {
     pub(crate) fn new(limit: u32) -> CachePadded<LcoreCache> {
         CachePadded::new(LcoreCache {
@@ -70,6 +95,7 @@ impl LcoreCache {
             limit: AtomicU32::new(limit),
             hold: AtomicU64::new(0),
             release: AtomicU64::new(0),
+            _slots_are_mutable: UnsafeCell::new(()),
         })
     }
 
@@ -127,7 +153,7 @@ impl LcoreCache {
             return false;
         }
         // SAFETY: `len + n <= limit <= cache_size` slots exist; owner-only.
-        unsafe { core::ptr::copy_nonoverlapping(objs.as_ptr(), self.slots().add(len), n) };
+        unsafe { copy_objs(objs.as_ptr(), self.slots().add(len), n) };
         self.set_len(len + n);
         owner_add(&self.release, n);
         true
@@ -147,7 +173,7 @@ impl LcoreCache {
             return false;
         }
         // SAFETY: slots `[len - n, len)` hold objects; owner-only.
-        unsafe { core::ptr::copy_nonoverlapping(self.slots().add(len - n), out.as_mut_ptr(), n) };
+        unsafe { copy_objs(self.slots().add(len - n), out.as_mut_ptr(), n) };
         self.set_len(len - n);
         owner_add(&self.hold, n);
         true
@@ -161,7 +187,7 @@ impl LcoreCache {
     pub(crate) unsafe fn push(&self, objs: &[*mut c_void]) {
         let len = self.len();
         // SAFETY: the caller guarantees the room; owner-only.
-        unsafe { core::ptr::copy_nonoverlapping(objs.as_ptr(), self.slots().add(len), objs.len()) };
+        unsafe { copy_objs(objs.as_ptr(), self.slots().add(len), objs.len()) };
         self.set_len(len + objs.len());
         owner_add(&self.release, objs.len());
     }
@@ -177,7 +203,7 @@ impl LcoreCache {
         let n = out.len();
         debug_assert!(n <= len);
         // SAFETY: slots `[len - n, len)` hold objects; owner-only.
-        unsafe { core::ptr::copy_nonoverlapping(self.slots().add(len - n), out.as_mut_ptr(), n) };
+        unsafe { copy_objs(self.slots().add(len - n), out.as_mut_ptr(), n) };
         self.set_len(len - n);
         owner_add(&self.hold, n);
     }

@@ -81,6 +81,13 @@ pub struct PoolCore {
     validator: Validator,
 }
 
+// SAFETY: shared mutable state is atomic, or written under the chunk table's
+// lock (records, published by a Release store), or owned by one lcore
+// (cache slots: the `put`/`get` safety contract). Nothing is thread-affine.
+unsafe impl Sync for PoolCore {}
+// SAFETY: as above; the pool holds no pointers.
+unsafe impl Send for PoolCore {}
+
 /// Everything a pool can tell about itself, read on demand. Exact when no
 /// operation is in progress; otherwise each field is a recent value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -78,6 +78,7 @@ fn conservation_after_every_phase() {
 }
 
 #[test]
+#[cfg(feature = "accounting")]
 fn hold_and_release_count_every_path() {
     let pool = populated_pool(cfg(300), u32::MAX);
     let s0 = pool.stats();
@@ -109,8 +110,9 @@ fn hold_and_release_count_every_path() {
 #[test]
 fn snapshot_is_wrapping_and_signed() {
     let pool = populated_pool(cfg(64), 0);
-    let snap = pool.inflight_snapshot();
-    assert_eq!(snap.inflight(), 0);
+    if mempool::ACCOUNTING {
+        assert_eq!(pool.inflight_snapshot().inflight(), 0);
+    }
     let fake = mempool::InflightSnapshot {
         populated: 10,
         hold: u64::MAX, // wrapped

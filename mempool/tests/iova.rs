@@ -69,7 +69,7 @@ fn chunks_registered_out_of_order_are_found() {
     assert_eq!(p.owns(core::ptr::null::<u8>()), None);
 
     assert_eq!(p.iova_of(0x10_0010 as *const u8), Some(Iova(0xA000_0010)));
-    assert_eq!(p.iova_of(0x30_0fff as *const u8), Some(Iova(0xC000_0fff)));
+    assert_eq!(p.iova_of(0x30_0fff as *const u8), Some(Iova(0xc000_0fff)));
     assert_eq!(p.iova_of(0x30_1000 as *const u8), None, "one past the chunk");
     assert_eq!(p.iova_of(0x20_0000 as *const u8), None, "chunk without IOVA");
     assert_eq!(p.chunk_of(0x20_0100 as *const u8).map(|c| c.id), Some(ChunkId(2)));

@@ -48,10 +48,26 @@ fn pool(n: usize, cache: usize) -> HeapPool {
     pool
 }
 
-fn builder(preemptions: usize) -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b
+/// Runs `f` under loom and reports how many executions were explored. No
+/// preemption bound by default: these models are small enough to explore
+/// exhaustively (~30k executions, a few seconds each; the count stops
+/// growing from a bound of 20 on). `LOOM_MAX_PREEMPTIONS` sets one.
+fn check(name: &str, f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize as StdCounter, Ordering as StdOrdering};
+    let runs = std::sync::Arc::new(StdCounter::new(0));
+    let b = loom::model::Builder::new();
+    let bound = b.preemption_bound;
+    let t0 = std::time::Instant::now();
+    let counter = std::sync::Arc::clone(&runs);
+    b.check(move || {
+        counter.fetch_add(1, StdOrdering::Relaxed);
+        f()
+    });
+    eprintln!(
+        "{name}: {} executions, preemption bound {bound:?}, {:.2?}",
+        runs.load(StdOrdering::Relaxed),
+        t0.elapsed()
+    );
 }
 
 /// Raw addresses cross threads as `usize`.
@@ -65,7 +81,7 @@ fn ptrs(a: &[usize]) -> Vec<*mut c_void> {
 
 #[test]
 fn cache_refill_and_flush_race_the_ring_path() {
-    builder(2).check(|| {
+    check("cache_refill_and_flush_race_the_ring_path", || {
         // 4 objects, lcore 0 caches up to 2.
         let pool = Arc::new(pool(4, 2));
         let lcore = {
@@ -116,7 +132,7 @@ fn cache_refill_and_flush_race_the_ring_path() {
 
 #[test]
 fn late_returns_race_the_final_release() {
-    builder(2).check(|| {
+    check("late_returns_race_the_final_release", || {
         // 2 objects out, pool draining; lcore 0's cache closed.
         let pool = Arc::new(pool(2, 1));
         let mut a = [null_mut()];
@@ -157,10 +173,14 @@ fn late_returns_race_the_final_release() {
         };
         t1.join().unwrap();
         t2.join().unwrap();
-        // Both returns are done: exactly one of the two last polls released.
+        // The returners' own polls may both still see the other's return in
+        // flight (store-buffer pattern: each reads the other's counter
+        // before its store is visible); the next periodic poll, which
+        // happens-after both, must release, unless one of them already did.
+        check_released(&pool, &released, pool.poll(2, &mut NoDma));
         assert_eq!(pool.state(), PoolState::Released);
-        assert_eq!(released.load(Ordering::Relaxed), 1);
+        assert_eq!(released.load(Ordering::Relaxed), 1, "released exactly once");
         assert_eq!(pool.stats().shutdown.releases, 1);
-        assert_eq!(pool.poll(2, &mut NoDma), PollOutcome::AlreadyReleased);
+        assert_eq!(pool.poll(3, &mut NoDma), PollOutcome::AlreadyReleased);
     });
 }

@@ -47,11 +47,12 @@ fn init_in_caller_memory_holds_no_pointers() {
     // memzone at another address would need.
     let layout = cfg().layout().unwrap();
     let words = layout.bytes.div_ceil(128);
-    #[repr(align(128))]
+    #[repr(C, align(128))]
     #[derive(Clone, Copy)]
-    struct Line([u8; 128]);
-    let mut a = vec![Line([0; 128]); words];
-    let mut b = vec![Line([0; 128]); words];
+    struct Line([u64; 16]);
+    let mut a = vec![Line([0; 16]); words];
+    let mut b = vec![Line([0; 16]); words];
+    assert_eq!(a[0].0.len() * 8, 128);
     let pa = NonNull::new(a.as_mut_ptr().cast::<u8>()).unwrap();
     // SAFETY: `a` is large and aligned enough and outlives `pool`.
     let pool = unsafe { PoolCore::init(pa, &layout) };
