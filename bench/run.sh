@@ -111,28 +111,44 @@ others_cpu() {
 }
 set_phase() { echo "$1" >"$out/phase"; }
 monitor() {
+    local s nap=""
+    trap '[[ -n $nap ]] && kill "$nap" 2>/dev/null; exit 0' TERM
     while :; do
-        local s
         s=$(others_cpu 2)
         echo "$(date +%s) $(cat "$out/phase" 2>/dev/null || echo -) $s" >>"$out/monitor.log"
-        sleep 13
+        sleep 13 &
+        nap=$!
+        wait "$nap" || true
+        nap=""
     done
 }
 
 cleanup() {
-    [[ -n ${monitor_pid:-} ]] && kill "$monitor_pid" 2>/dev/null && wait "$monitor_pid" 2>/dev/null
-    return 0
+    if [[ -n ${monitor_pid:-} ]]; then
+        kill "$monitor_pid" 2>/dev/null || true
+        wait "$monitor_pid" 2>/dev/null || true
+        monitor_pid=""
+    fi
 }
 trap cleanup EXIT
 
 step "waiting for a quiet machine (up to ${quiet_wait} s)"
 waited=0
+wait_start=$SECONDS
 quiet="not checked (BENCH_QUIET_WAIT=0)"
 if ((quiet_wait > 0)); then
     while :; do
-        read -r busy steal who < <(others_cpu 3)
-        if ((busy < 15)); then
-            quiet="quiet after ${waited} s of waiting (other processes ${busy}% of a CPU; host steal time ${steal}%)"
+        waited=$((SECONDS - wait_start))
+        # Quiet means three 3-second windows in a row below 15% of a CPU:
+        # builds and tests of other people come in bursts.
+        calm=0
+        while ((calm < 3)); do
+            read -r busy steal who < <(others_cpu 3)
+            ((busy < 15)) || break
+            calm=$((calm + 1))
+        done
+        if ((calm == 3)); then
+            quiet="quiet after ${waited} s of waiting (other processes below 15% of a CPU for 9 s; host steal time ${steal}%)"
             say "$quiet"
             break
         fi
@@ -143,7 +159,6 @@ if ((quiet_wait > 0)); then
         fi
         say "busy: other processes use ${busy}% of a CPU (${who}; host steal time ${steal}%); checking again in 30 s"
         sleep 30
-        waited=$((waited + 33))
     done
 fi
 set_phase setup
@@ -320,8 +335,7 @@ fi
 # ------------------------------------------------------------- report
 set_phase report
 cleanup
-monitor_pid=""
-echo "duration=$(((SECONDS - t_start) / 60)) min $(((SECONDS - t_start) % 60)) s" >>"$out/meta.env"
+echo "duration=$(((SECONDS - t_start) / 60)) min $(((SECONDS - t_start) % 60)) s, of which ${waited} s waiting for a quiet machine" >>"$out/meta.env"
 step "report"
 notes=()
 [[ -f bench/NOTES.md ]] && notes=(--notes bench/NOTES.md)

@@ -1,9 +1,12 @@
 //! Inflight accounting, after page_pool's hold/release counters.
 //!
 //! * Each lcore has a `hold` counter (objects it handed out) and a `release`
-//!   counter (objects it took back), on its own cache lines, written only by
+//!   counter (objects it took back), on its own cache line, written only by
 //!   that lcore with a plain load + store: no shared atomic, no RMW on the
-//!   fast path.
+//!   fast path. `hold` is the high half of the word whose low half is the
+//!   cache length, so a get updates both with the store it needs anyway
+//!   (32-bit, wrapping: inflight is computed modulo 2^32, exact since a pool
+//!   has fewer than 2^31 objects); a put pays one plain add on `release`.
 //! * Callers without an lcore id share one `hold` and one `release` counter
 //!   (atomic `fetch_add`, each on its own cache line); that path goes to the
 //!   ring anyway.
@@ -64,6 +67,28 @@ pub(crate) fn shared_add(counter: &AtomicU64, n: usize) {
     let _ = (counter, n);
 }
 
+/// Where a hold count lives: a whole counter, or the high 32 bits of an
+/// lcore's packed `len | hold` word.
+#[derive(Clone, Copy)]
+pub(crate) enum Hold<'a> {
+    /// A whole `u64` counter (the shared non-EAL one).
+    Whole(&'a AtomicU64),
+    /// The high half of a packed word (an lcore cache's).
+    HighHalf(&'a AtomicU64),
+}
+
+impl Hold<'_> {
+    #[inline]
+    fn load(self) -> u64 {
+        match self {
+            // Acquire pairs with the Release RMW in `shared_add`.
+            Hold::Whole(c) => c.load(Ordering::Acquire),
+            // Acquire pairs with the Release store in `LcoreCache::store`.
+            Hold::HighHalf(w) => w.load(Ordering::Acquire) >> 32,
+        }
+    }
+}
+
 /// The counters of callers without an lcore id, each on its own cache lines.
 #[repr(C)]
 pub(crate) struct SharedCounters {
@@ -87,20 +112,24 @@ impl SharedCounters {
 pub struct InflightSnapshot {
     /// Objects registered with the pool.
     pub populated: usize,
-    /// Σ hold over all lcores and the shared counter (wrapping).
+    /// Σ hold over all lcores and the shared counter (wrapping; per-lcore
+    /// hold counts are 32-bit, so only differences modulo 2^32 mean anything).
     pub hold: u64,
     /// Σ release over all lcores and the shared counter (wrapping).
     pub release: u64,
 }
 
 impl InflightSnapshot {
-    /// `populated + hold − release`, wrapping, read as signed: negative means
-    /// more objects came back than went out (a double free got through).
+    /// `populated + hold − release` modulo 2^32, read as signed: negative
+    /// means more objects came back than went out (a double free got
+    /// through). Per-lcore hold counts are 32-bit and wrap, so only the low
+    /// 32 bits of the sums are meaningful; the result is exact because a
+    /// pool never has 2^31 objects (`MAX_CAPACITY` is 2^30).
     #[inline]
     pub fn inflight(&self) -> i64 {
         (self.populated as u64)
             .wrapping_add(self.hold)
-            .wrapping_sub(self.release) as i64
+            .wrapping_sub(self.release) as u32 as i32 as i64
     }
 }
 
@@ -110,7 +139,7 @@ impl InflightSnapshot {
 /// `counters` yields `(hold, release)` pairs and is walked twice.
 pub(crate) fn snapshot<'a, I>(counters: I, populated: impl FnOnce() -> usize) -> InflightSnapshot
 where
-    I: Iterator<Item = (&'a AtomicU64, &'a AtomicU64)> + Clone,
+    I: Iterator<Item = (Hold<'a>, &'a AtomicU64)> + Clone,
 {
     let release = counters
         .clone()
@@ -118,7 +147,7 @@ where
         .fold(0u64, |a, (_, r)| a.wrapping_add(r.load(Ordering::Acquire)));
     let hold = counters
         // Acquire: as above.
-        .fold(0u64, |a, (h, _)| a.wrapping_add(h.load(Ordering::Acquire)));
+        .fold(0u64, |a, (h, _)| a.wrapping_add(h.load()));
     InflightSnapshot {
         populated: populated(),
         hold,

@@ -34,22 +34,29 @@ use core::ffi::c_void;
 
 use crossbeam_utils::CachePadded;
 
-use crate::inflight::owner_add;
+use crate::inflight::{owner_add, Hold, ACCOUNTING};
 use crate::ptr_ring::{PtrRing, RingError};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Header of one lcore's cache.
+/// `hold` is counted in the high half of the packed word.
+const HOLD_ONE: u64 = 1 << 32;
+const LEN_MASK: u64 = HOLD_ONE - 1;
+
 #[repr(C)]
 pub(crate) struct LcoreCache {
-    /// Objects in the stack. Owner stores (Relaxed), anyone loads (Relaxed).
-    len: AtomicU32,
+    /// Packed: low 32 bits are the objects in the stack (`len`), high 32
+    /// bits the objects this lcore handed out (`hold`, wrapping; see
+    /// `inflight`). One word, so a get updates both with the one store it
+    /// needs anyway: counting holds costs the fast path nothing. Only the
+    /// owner stores it (Release, pairs with the Acquire load in
+    /// `inflight::snapshot`); anyone loads it.
+    len_hold: AtomicU64,
     /// Most objects the owner may keep: `cache_size` while the pool is
     /// active, 0 once it drains. Written at init and by `close`; the owner
     /// loads it (Relaxed) on every put.
     limit: AtomicU32,
-    /// Objects this lcore handed out (see `inflight`).
-    hold: AtomicU64,
-    /// Objects this lcore took back.
+    /// Objects this lcore took back (see `inflight`).
     release: AtomicU64,
     /// The slots after this header are written through `&self`: this marker
     /// makes the header `!Freeze`, so a shared reference to it never
@@ -91,9 +98,8 @@ unsafe fn copy_objs(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
 impl LcoreCache {
     pub(crate) fn new(limit: u32) -> CachePadded<LcoreCache> {
         CachePadded::new(LcoreCache {
-            len: AtomicU32::new(0),
+            len_hold: AtomicU64::new(0),
             limit: AtomicU32::new(limit),
-            hold: AtomicU64::new(0),
             release: AtomicU64::new(0),
             _slots_are_mutable: UnsafeCell::new(()),
         })
@@ -103,7 +109,7 @@ impl LcoreCache {
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
         // Relaxed: a count for statistics; the owner is the only writer.
-        self.len.load(Ordering::Relaxed) as usize
+        (self.len_hold.load(Ordering::Relaxed) & LEN_MASK) as usize
     }
 
     /// The current limit.
@@ -120,16 +126,34 @@ impl LcoreCache {
         self.limit.store(0, Ordering::Relaxed);
     }
 
-    /// `(hold, release)` counters.
+    /// `(hold, release)` counters: the packed word whose high half is the
+    /// hold count, and the release counter.
     #[inline]
-    pub(crate) fn counters(&self) -> (&AtomicU64, &AtomicU64) {
-        (&self.hold, &self.release)
+    pub(crate) fn counters(&self) -> (Hold<'_>, &AtomicU64) {
+        (Hold::HighHalf(&self.len_hold), &self.release)
+    }
+
+    /// The packed word (owner only: exact).
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        // Relaxed: we are the only writer.
+        self.len_hold.load(Ordering::Relaxed)
+    }
+
+    /// Stores `len` and adds `held` objects to the hold count, in one store
+    /// issued after the objects moved.
+    #[inline(always)]
+    fn store(&self, word: u64, len: usize, held: usize) {
+        let hold = if ACCOUNTING { held as u64 * HOLD_ONE } else { 0 };
+        let w = ((word & !LEN_MASK).wrapping_add(hold)) | len as u64;
+        // Release pairs with the Acquire load in `inflight::snapshot`; a
+        // plain `mov` on x86.
+        self.len_hold.store(w, Ordering::Release);
     }
 
     #[inline(always)]
     fn set_len(&self, len: usize) {
-        // Relaxed: only the owner writes `len`; readers want a count.
-        self.len.store(len as u32, Ordering::Relaxed);
+        self.store(self.word(), len, 0);
     }
 
     #[inline(always)]
@@ -146,15 +170,15 @@ impl LcoreCache {
     /// The caller is the owner (no other thread touches this cache now).
     #[inline(always)]
     pub(crate) unsafe fn try_put(&self, objs: &[*mut c_void]) -> bool {
-        // Relaxed: we are the only writer of `len`.
-        let len = self.len.load(Ordering::Relaxed) as usize;
+        let w = self.word();
+        let len = (w & LEN_MASK) as usize;
         let n = objs.len();
         if len + n > self.limit() {
             return false;
         }
         // SAFETY: `len + n <= limit <= cache_size` slots exist; owner-only.
         unsafe { copy_objs(objs.as_ptr(), self.slots().add(len), n) };
-        self.set_len(len + n);
+        self.store(w, len + n, 0);
         owner_add(&self.release, n);
         true
     }
@@ -166,16 +190,15 @@ impl LcoreCache {
     /// The caller is the owner.
     #[inline(always)]
     pub(crate) unsafe fn try_get(&self, out: &mut [*mut c_void]) -> bool {
-        // Relaxed: we are the only writer of `len`.
-        let len = self.len.load(Ordering::Relaxed) as usize;
+        let w = self.word();
+        let len = (w & LEN_MASK) as usize;
         let n = out.len();
         if n > len {
             return false;
         }
         // SAFETY: slots `[len - n, len)` hold objects; owner-only.
         unsafe { copy_objs(self.slots().add(len - n), out.as_mut_ptr(), n) };
-        self.set_len(len - n);
-        owner_add(&self.hold, n);
+        self.store(w, len - n, n);
         true
     }
 
@@ -199,13 +222,13 @@ impl LcoreCache {
     /// The caller is the owner and `out.len() <= len`.
     #[inline]
     pub(crate) unsafe fn pop(&self, out: &mut [*mut c_void]) {
-        let len = self.len();
+        let w = self.word();
+        let len = (w & LEN_MASK) as usize;
         let n = out.len();
         debug_assert!(n <= len);
         // SAFETY: slots `[len - n, len)` hold objects; owner-only.
         unsafe { copy_objs(self.slots().add(len - n), out.as_mut_ptr(), n) };
-        self.set_len(len - n);
-        owner_add(&self.hold, n);
+        self.store(w, len - n, n);
     }
 
     /// Moves all objects into `out` (front), leaving the cache empty, without
@@ -226,7 +249,8 @@ impl LcoreCache {
     /// Counts `n` objects handed out by a get that bypassed the stack.
     #[inline]
     pub(crate) fn count_hold(&self, n: usize) {
-        owner_add(&self.hold, n);
+        let w = self.word();
+        self.store(w, (w & LEN_MASK) as usize, n);
     }
 
     /// Counts `n` objects taken back by a put that bypassed the stack.

@@ -103,7 +103,8 @@ pub struct PoolStats {
     /// Objects out with the application (`populated + hold − release`;
     /// derived from the other counts in a build without `accounting`).
     pub inflight: i64,
-    /// Σ hold (objects handed out, ever; wrapping).
+    /// Σ hold (objects handed out, ever). Wrapping: per-lcore hold counts
+    /// are 32-bit, so compare differences modulo 2^32 only.
     pub hold: u64,
     /// Σ release (objects taken back, ever; wrapping).
     pub release: u64,
@@ -574,7 +575,7 @@ impl PoolCore {
     /// The hold/release counters, read in release-safe order.
     pub fn inflight_snapshot(&self) -> InflightSnapshot {
         let lcores = self.caches().map(|c| c.counters());
-        let any = core::iter::once((&*self.any.hold, &*self.any.release));
+        let any = core::iter::once((inflight::Hold::Whole(&self.any.hold), &*self.any.release));
         inflight::snapshot(lcores.chain(any), || self.populated())
     }
 

@@ -21,6 +21,9 @@ use bench::stats::Summary;
 use bench::targets::{self, Target, Verdict};
 
 const BASELINE: &str = "ring_mp_mc";
+/// A run whose lanes were on their CPUs less than this share of the time
+/// was disturbed.
+const DISTURBED: f64 = 0.9;
 const OURS: &str = "ptr_ring";
 /// Handler columns, in table order (those present).
 const HANDLER_ORDER: &[&str] = &["ring_mp_mc", "ptr_ring", "stack", "ring_sp_sc"];
@@ -64,6 +67,8 @@ struct Data {
     mempool: Samples<MempoolKey>,
     /// On-CPU share of every timed mempool_bench run, per configuration.
     on_cpu: BTreeMap<MempoolKey, Vec<f64>>,
+    /// (rate, on-CPU share) of every timed run, per configuration and handler.
+    cpu_cycles: BTreeMap<(MempoolKey, String), Vec<(f64, f64)>>,
     e2e: Samples<E2eKey>,
     meta: BTreeMap<String, String>,
     monitor: Vec<String>,
@@ -89,6 +94,7 @@ fn load(dir: &Path) -> Data {
                     on_cpu,
                 }) => {
                     d.on_cpu.entry(key).or_default().push(on_cpu);
+                    d.cpu_cycles.entry((key, handler.clone())).or_default().push((rate, on_cpu));
                     d.mempool.entry(key).or_default().entry(handler).or_default().push((round, rate))
                 }
                 Some(Record::E2e { key, handler, round, rate }) => {
@@ -259,18 +265,40 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         "Ratio = median of `ptr_ring` / median of `ring_mp_mc` in the same run. \"Within noise\" \
          targets count as met below 1.00x when the min-max ranges of the two handlers overlap.\n"
     );
-    let _ = writeln!(w, "| configuration | ptr_ring / ring_mp_mc | target | verdict | stack / ring_mp_mc | issue's reference |");
-    let _ = writeln!(w, "|---|---|---|---|---|---|");
-    for row in mrows.iter().map(|(_, r)| r).chain(erows.iter().map(|(_, r)| r)) {
+    let _ = writeln!(
+        w,
+        "| configuration | ptr_ring / ring_mp_mc [round by round] | target | verdict | same run: stack, ring_sp_sc | issue's reference | lanes on CPU, lowest |"
+    );
+    let _ = writeln!(w, "|---|---|---|---|---|---|---|");
+    let lowest_on_cpu = |k: &MempoolKey| d.on_cpu.get(k).and_then(|v| Summary::of(v)).map(|s| s.min);
+    let mut disturbed = 0;
+    for (row, by_handler, on_cpu) in mrows
+        .iter()
+        .map(|(k, r)| (r, &d.mempool[k], lowest_on_cpu(k)))
+        .chain(erows.iter().map(|(k, r)| (r, &d.e2e[k], None)))
+    {
         let Some(t) = row.target else { continue };
+        let range = round_ratio_range(by_handler, OURS).map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
+        let sp_sc = summary(by_handler, "ring_sp_sc")
+            .zip(summary(by_handler, BASELINE))
+            .map(|(s, b)| s.median / b.median);
+        let on_cpu = on_cpu.map_or("-".to_string(), |c| {
+            if c < DISTURBED {
+                disturbed += 1;
+                format!("{:.0}% (disturbed)", c * 100.0)
+            } else {
+                format!("{:.0}%", c * 100.0)
+            }
+        });
         let _ = writeln!(
             w,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {}{range} | {} | {} | {}, {} | {} | {on_cpu} |",
             row.label,
             fmt_ratio(row.ratio),
             t.describe(),
             row.verdict.map_or("no data", Verdict::label),
             fmt_ratio(row.stack),
+            fmt_ratio(sp_sc),
             t.reference
         );
     }
@@ -283,6 +311,18 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         count(Verdict::WithinNoise),
         count(Verdict::Missed)
     );
+    if disturbed > 0 {
+        let _ = writeln!(
+            w,
+            "In {disturbed} of the `mempool_bench` rows above a lane's thread was on its CPU for less \
+             than {:.0}% of some timed run: other processes or the hypervisor took the CPU, and those \
+             ratios measure the scheduler as much as the handlers. Two-lcore rows suffer most: while \
+             one lane is descheduled the other spins (`recycle` against a contended `ring_mp_mc`), or \
+             can move at most one hand-over ring of objects (`handoff`). Rerun on a quiet machine \
+             before reading them as handler properties.\n",
+            DISTURBED * 100.0
+        );
+    }
     if let Some(svg) = svg_name {
         let _ = writeln!(w, "![ratio of ptr_ring to ring_mp_mc per configuration, with targets]({svg})\n");
     }
@@ -342,12 +382,16 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     }
     let _ = writeln!(
         w,
-        "\nCost per object on the TSC clock ({} GHz), `1 / rate` per lcore doing the work: ",
+        "\nCost per object, cache 0, in TSC cycles ({} GHz) per lcore doing the work: wall clock \
+         (`lcores x TSC rate / objects per second`, median) / on the CPU (the same, times the share \
+         of the run the thread was on its CPU, median over the rounds). The second number removes \
+         time slices lost to other processes; it still contains time spent spinning, so for \
+         `handoff` only the wall-clock figure is given.\n",
         meta(d, "tsc_ghz")
     );
     let tsc_ghz: f64 = meta(d, "tsc_ghz").parse().unwrap_or(0.0);
     if tsc_ghz > 0.0 {
-        let _ = writeln!(w, "\n| configuration | {} |", hs.iter().map(|h| format!("{h} cycles/object")).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(w, "| configuration | {} |", hs.iter().map(|h| format!("{h} cycles/object")).collect::<Vec<_>>().join(" | "));
         let _ = writeln!(w, "|---|{}", "---|".repeat(hs.len()));
         for (k, row) in mrows.iter().filter(|(k, _)| k.cache == 0) {
             let m = &d.mempool[k];
@@ -355,7 +399,19 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
             let lanes = if k.pattern == Pattern::Recycle { f64::from(k.lcores) } else { 1.0 };
             let cells: Vec<String> = hs
                 .iter()
-                .map(|h| summary(m, h).map_or("-".into(), |s| format!("{:.1}", lanes * tsc_ghz * 1e9 / s.median)))
+                .map(|h| {
+                    let Some(s) = summary(m, h) else { return "-".into() };
+                    let wall = lanes * tsc_ghz * 1e9 / s.median;
+                    let on_cpu: Vec<f64> = d
+                        .cpu_cycles
+                        .get(&(*k, h.clone()))
+                        .map(|v| v.iter().filter(|(r, _)| *r > 0.0).map(|(r, c)| lanes * tsc_ghz * 1e9 * c / r).collect())
+                        .unwrap_or_default();
+                    match Summary::of(&on_cpu).filter(|_| k.pattern == Pattern::Recycle) {
+                        Some(c) => format!("{wall:.1} / {:.1}", c.median),
+                        None => format!("{wall:.1}"),
+                    }
+                })
                 .collect();
             let _ = writeln!(w, "| {} | {} |", row.label, cells.join(" | "));
         }
