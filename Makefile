@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all setup build test demo soak clean
+.PHONY: all setup build test demo soak bench clean
 
 all: build
 
@@ -22,6 +22,10 @@ test: build
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
 	bash scripts/soak.sh 10
+
+# Mempool API and end-to-end benchmarks against ring_mp_mc -> bench/RESULTS.md
+bench: build
+	bash bench/run.sh
 
 # The full soak: testpmd port stop/start under traffic for SOAK_SECONDS (60).
 soak: build

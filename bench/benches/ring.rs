@@ -11,8 +11,8 @@
 //!   ring size ~1000, [`OBJS_2T`] objects moved per iteration
 //!   (`iter_custom`: the time from the producer's start to the consumer
 //!   having taken the last object). The producer spins while the ring is
-//!   full, the consumer while it is empty: a plain busy retry, or with
-//!   `RING_PAUSE=1` a `pause` (`spin_loop`) after each failed try.
+//!   full, the consumer while it is empty, with a `pause` (`spin_loop`)
+//!   after each failed try (`RING_PAUSE=0`: plain busy retry).
 //!
 //! Every contender holds about 1000 objects: ptr_ring capacity 1000 (1024
 //! slots, invalidation batch 16); `rte_ring_create(1024)` (1023 usable);
@@ -36,10 +36,8 @@
 //! * `RING_PROFILE=<1t|2t>/<bulk>/<contender>[/<seconds>]`: run only that one
 //!   configuration in a loop for the given time (default 5 s) and exit, for
 //!   `perf stat` / `valgrind` (e.g. `RING_PROFILE=2t/32/ptr_ring/5`);
-//! * `RING_PAUSE=1`: `pause` after each failed try. Off by default: this
-//!   runs in a KVM guest, where a vCPU that executes `pause` in a loop can
-//!   be descheduled by the host's pause-loop exiting, which then measures the
-//!   hypervisor rather than the ring;
+//! * `RING_PAUSE=0`: no `pause` after a failed try (default: pause, as a
+//!   kernel `cpu_relax()` / DPDK `rte_pause()` spin would);
 //! * `RING_EAL_ARGS`: EAL arguments replacing the default (memory arguments
 //!   from `build/eal-mem.env`, `--no-pci --no-telemetry -l 0
 //!   --log-level=lib.eal:error`). Without EAL the DPDK contenders are
@@ -81,7 +79,7 @@ const RING_F_SC_DEQ: u32 = 0x0002;
 
 /// Whether a failed try is followed by a `pause` (`spin_loop`); see
 /// `RING_PAUSE` in the module documentation.
-static PAUSE: AtomicBool = AtomicBool::new(false);
+static PAUSE: AtomicBool = AtomicBool::new(true);
 
 /// Called after every failed try, by every contender alike.
 #[inline(always)]
@@ -638,7 +636,7 @@ fn main() {
     let listing = args.iter().any(|a| a == "--list");
     let eal = !listing && init_eal();
     pin(PRODUCER_CPU);
-    let pause = std::env::var("RING_PAUSE").is_ok_and(|v| v == "1");
+    let pause = std::env::var("RING_PAUSE").map_or(true, |v| v != "0");
     PAUSE.store(pause, Ordering::Relaxed);
     eprintln!("ring bench: failed tries {} pause", if pause { "do" } else { "do not" });
     let set = Contenders::new(eal);
