@@ -287,8 +287,11 @@ fn eal_args() -> Vec<String> {
     let mem = std::fs::read_to_string(env)
         .ok()
         .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.trim().strip_prefix("EAL_MEM=").map(|v| v.trim_matches('"').to_string()))
+            t.lines().find_map(|l| {
+                l.trim()
+                    .strip_prefix("EAL_MEM=")
+                    .map(|v| v.trim_matches('"').to_string())
+            })
         })
         .unwrap_or_else(|| "--no-huge -m 256".to_string());
     let mut v = vec!["ring-bench".to_string()];
@@ -297,7 +300,14 @@ fn eal_args() -> Vec<String> {
         v.push("--no-shconf".into());
     }
     v.extend(
-        ["--no-pci", "--no-telemetry", "-l", "0", "--log-level=lib.eal:error"].map(String::from),
+        [
+            "--no-pci",
+            "--no-telemetry",
+            "-l",
+            "0",
+            "--log-level=lib.eal:error",
+        ]
+        .map(String::from),
     );
     v
 }
@@ -308,7 +318,11 @@ fn init_eal() -> bool {
     // EAL may keep pointers into argv: leak the strings.
     let mut ptrs: Vec<*mut c_char> = args
         .iter()
-        .map(|a| CString::new(a.as_str()).expect("EAL arg without NUL").into_raw())
+        .map(|a| {
+            CString::new(a.as_str())
+                .expect("EAL arg without NUL")
+                .into_raw()
+        })
         .collect();
     ptrs.push(core::ptr::null_mut());
     let argv = Box::leak(ptrs.into_boxed_slice());
@@ -443,7 +457,10 @@ impl Contenders {
                 .then(|| RteRing::create("bench_sp_sc", RING_F_SP_ENQ | RING_F_SC_DEQ))
                 .flatten()
                 .map(RteSpSc),
-            mp_mc: eal.then(|| RteRing::create("bench_mp_mc", 0)).flatten().map(RteMpMc),
+            mp_mc: eal
+                .then(|| RteRing::create("bench_mp_mc", 0))
+                .flatten()
+                .map(RteMpMc),
             crossbeam: Crossbeam(ArrayQueue::new(RING_POW2)),
         }
     }
@@ -575,9 +592,12 @@ fn rounds(set: &Contenders, rounds: usize) {
         );
         println!("|---|---|---|---|---|---|---|---|---|");
         for i in 0..m {
-            let col = |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { samples[i].iter().map(f).collect() };
+            let col =
+                |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { samples[i].iter().map(f).collect() };
             let mut ns = col(&|s| s.ns);
-            let mut ratio: Vec<f64> = (0..rounds).map(|j| samples[i][j].ns / samples[0][j].ns).collect();
+            let mut ratio: Vec<f64> = (0..rounds)
+                .map(|j| samples[i][j].ns / samples[0][j].ns)
+                .collect();
             let med = median(&mut ns);
             println!(
                 "| {} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2}x | {:.2} | {:.2} | {}/{} |",
@@ -628,7 +648,10 @@ fn profile(set: &Contenders, spec: &str) {
             median(&mut all)
         );
     });
-    assert!(found, "no contender {name} (ptr_ring, rte_sp_sc, rte_mp_mc, array_queue)");
+    assert!(
+        found,
+        "no contender {name} (ptr_ring, rte_sp_sc, rte_mp_mc, array_queue)"
+    );
 }
 
 fn main() {
@@ -638,7 +661,10 @@ fn main() {
     pin(PRODUCER_CPU);
     let pause = std::env::var("RING_PAUSE").map_or(true, |v| v != "0");
     PAUSE.store(pause, Ordering::Relaxed);
-    eprintln!("ring bench: failed tries {} pause", if pause { "do" } else { "do not" });
+    eprintln!(
+        "ring bench: failed tries {} pause",
+        if pause { "do" } else { "do not" }
+    );
     let set = Contenders::new(eal);
     if let Ok(spec) = std::env::var("RING_PROFILE") {
         profile(&set, &spec);

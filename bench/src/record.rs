@@ -78,7 +78,14 @@ impl MempoolKey {
 
 impl fmt::Display for MempoolKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} l={} c={} b={}", self.pattern.name(), self.lcores, self.cache, self.bulk)
+        write!(
+            f,
+            "{} l={} c={} b={}",
+            self.pattern.name(),
+            self.lcores,
+            self.cache,
+            self.bulk
+        )
     }
 }
 
@@ -141,21 +148,25 @@ impl Record {
         }
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
         match f.as_slice() {
-            ["mempool", pattern, lcores, cache, bulk, handler, round, rate, rest @ ..] if rest.len() <= 1 => Some(Record::Mempool {
-                key: MempoolKey {
-                    pattern: Pattern::parse(pattern)?,
-                    lcores: lcores.parse().ok()?,
-                    cache: cache.parse().ok()?,
-                    bulk: bulk.parse().ok()?,
-                },
-                handler: handler.to_string(),
-                round: round.parse().ok()?,
-                rate: rate.parse().ok()?,
-                on_cpu: match rest {
-                    [share] => share.parse().ok()?,
-                    _ => 1.0,
-                },
-            }),
+            ["mempool", pattern, lcores, cache, bulk, handler, round, rate, rest @ ..]
+                if rest.len() <= 1 =>
+            {
+                Some(Record::Mempool {
+                    key: MempoolKey {
+                        pattern: Pattern::parse(pattern)?,
+                        lcores: lcores.parse().ok()?,
+                        cache: cache.parse().ok()?,
+                        bulk: bulk.parse().ok()?,
+                    },
+                    handler: handler.to_string(),
+                    round: round.parse().ok()?,
+                    rate: rate.parse().ok()?,
+                    on_cpu: match rest {
+                        [share] => share.parse().ok()?,
+                        _ => 1.0,
+                    },
+                })
+            }
             ["e2e", app, variant, handler, round, rate] => Some(Record::E2e {
                 key: E2eKey {
                     app: app.to_string(),
@@ -170,7 +181,13 @@ impl Record {
     }
 
     /// The CSV line of a `mempool_bench` round.
-    pub fn mempool_line(key: &MempoolKey, handler: &str, round: u32, rate: f64, on_cpu: f64) -> String {
+    pub fn mempool_line(
+        key: &MempoolKey,
+        handler: &str,
+        round: u32,
+        rate: f64,
+        on_cpu: f64,
+    ) -> String {
         format!(
             "mempool,{},{},{},{},{handler},{round},{rate:.0},{on_cpu:.3}",
             key.pattern.name(),

@@ -72,7 +72,8 @@ fn pool(validate: bool) -> HeapPool {
     })
     .unwrap();
     for i in 0..OBJECTS {
-        pool.put_any(&[(BASE + 64 + i * STRIDE) as *mut c_void]).unwrap();
+        pool.put_any(&[(BASE + 64 + i * STRIDE) as *mut c_void])
+            .unwrap();
     }
     pool
 }
@@ -220,10 +221,16 @@ fn benches(c: &mut Criterion) {
     let p = pool(false);
     let mut g = c.benchmark_group("fast_path");
     g.throughput(Throughput::Elements(1));
-    g.bench_function(format!("get_put_1/{ACCOUNTING}"), |b| b.iter(|| fast_path(&p, l0)));
-    g.bench_function(format!("get_put_1_inlined/{ACCOUNTING}"), |b| b.iter(|| fast_path_inlined(&p)));
+    g.bench_function(format!("get_put_1/{ACCOUNTING}"), |b| {
+        b.iter(|| fast_path(&p, l0))
+    });
+    g.bench_function(format!("get_put_1_inlined/{ACCOUNTING}"), |b| {
+        b.iter(|| fast_path_inlined(&p))
+    });
     let pv = pool(true);
-    g.bench_function(format!("get_put_1_validate/{ACCOUNTING}"), |b| b.iter(|| fast_path(&pv, l0)));
+    g.bench_function(format!("get_put_1_validate/{ACCOUNTING}"), |b| {
+        b.iter(|| fast_path(&pv, l0))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("ring_path");
@@ -234,7 +241,9 @@ fn benches(c: &mut Criterion) {
     g.bench_function(format!("lcore_get_any_put/{ACCOUNTING}"), |b| {
         b.iter(|| lcore_get_any_put(&p, l0, any))
     });
-    g.bench_function(format!("any_get_any_put/{ACCOUNTING}"), |b| b.iter(|| any_get_any_put(&p, any)));
+    g.bench_function(format!("any_get_any_put/{ACCOUNTING}"), |b| {
+        b.iter(|| any_get_any_put(&p, any))
+    });
     g.throughput(Throughput::Elements(32));
     g.bench_function(format!("any_get_any_put_32/{ACCOUNTING}"), |b| {
         b.iter(|| any_get_any_put_32(&p, any))
@@ -297,12 +306,36 @@ fn tsc_report() {
     const N: u64 = 20_000_000;
     let (l0, l1, any) = ids();
     for (name, per, (ns, cy)) in [
-        ("fast_path/get_put_1", "get+put", measure(N, || fast_path(&p, l0))),
-        ("fast_path/get_put_1_inlined", "get+put", measure(N, || fast_path_inlined(&p))),
-        ("fast_path/get_put_1_validate", "get+put", measure(N / 4, || fast_path(&pv, l0))),
-        ("ring_path/lcore0_get_lcore1_put", "object", measure(N, || lcore0_get_lcore1_put(&p, l0, l1))),
-        ("ring_path/lcore_get_any_put", "object", measure(N, || lcore_get_any_put(&p, l0, any))),
-        ("ring_path/any_get_any_put", "object", measure(N, || any_get_any_put(&p, any))),
+        (
+            "fast_path/get_put_1",
+            "get+put",
+            measure(N, || fast_path(&p, l0)),
+        ),
+        (
+            "fast_path/get_put_1_inlined",
+            "get+put",
+            measure(N, || fast_path_inlined(&p)),
+        ),
+        (
+            "fast_path/get_put_1_validate",
+            "get+put",
+            measure(N / 4, || fast_path(&pv, l0)),
+        ),
+        (
+            "ring_path/lcore0_get_lcore1_put",
+            "object",
+            measure(N, || lcore0_get_lcore1_put(&p, l0, l1)),
+        ),
+        (
+            "ring_path/lcore_get_any_put",
+            "object",
+            measure(N, || lcore_get_any_put(&p, l0, any)),
+        ),
+        (
+            "ring_path/any_get_any_put",
+            "object",
+            measure(N, || any_get_any_put(&p, any)),
+        ),
     ] {
         println!("  {name:32} {ns:7.2} ns {cy:7.1} cycles per {per}");
     }
@@ -321,7 +354,10 @@ fn tsc_report() {
         let mut o = [null_mut()];
         ring.dequeue_bulk(black_box(&mut o)).unwrap();
     });
-    println!("  {:32} {ns:7.2} ns {cy:7.1} cycles per object (reference)", "bare_ring/enqueue+dequeue_1");
+    println!(
+        "  {:32} {ns:7.2} ns {cy:7.1} cycles per object (reference)",
+        "bare_ring/enqueue+dequeue_1"
+    );
     let shared = Arc::new(pool(false));
     let n = 5_000_000;
     let (c0, el, c1) = (rdtsc(), cross_thread(&shared, n), rdtsc());

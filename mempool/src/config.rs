@@ -145,7 +145,12 @@ impl PoolConfig {
             }
         };
         check("objects", self.objects, 1, MAX_CAPACITY)?;
-        check("max_lcores", self.max_lcores as usize, 0, MAX_LCORES as usize)?;
+        check(
+            "max_lcores",
+            self.max_lcores as usize,
+            0,
+            MAX_LCORES as usize,
+        )?;
         check("max_chunks", self.max_chunks, 1, MAX_CHUNKS)?;
         check("max_devices", self.max_devices, 0, MAX_DEVICES)?;
         let cache_size = self.resolved_cache_size()?;
@@ -161,11 +166,14 @@ impl PoolConfig {
         let ring_offset = header.next_multiple_of(ring.align);
         let lcore_stride = lcore_cache::stride(cache_size);
         let caches_offset = (ring_offset + ring.bytes).next_multiple_of(lcore_cache::CACHE_ALIGN);
-        let chunks_offset =
-            (caches_offset + lcore_stride * self.max_lcores as usize).next_multiple_of(iova::ENTRY_ALIGN);
-        let order_offset = (chunks_offset + iova::entries_bytes(self.max_chunks)).next_multiple_of(8);
-        let devices_offset = (order_offset + iova::order_bytes(self.max_chunks)).next_multiple_of(dma::SLOT_ALIGN);
-        let bitmap_offset = (devices_offset + dma::slots_bytes(self.max_devices)).next_multiple_of(8);
+        let chunks_offset = (caches_offset + lcore_stride * self.max_lcores as usize)
+            .next_multiple_of(iova::ENTRY_ALIGN);
+        let order_offset =
+            (chunks_offset + iova::entries_bytes(self.max_chunks)).next_multiple_of(8);
+        let devices_offset =
+            (order_offset + iova::order_bytes(self.max_chunks)).next_multiple_of(dma::SLOT_ALIGN);
+        let bitmap_offset =
+            (devices_offset + dma::slots_bytes(self.max_devices)).next_multiple_of(8);
         let bitmap_words = validation::bitmap_words(self.objects, self.validate);
         let align = core::mem::align_of::<PoolCore>()
             .max(ring.align)

@@ -193,7 +193,9 @@ impl DmaTable {
         let from = s.mapped.load(Ordering::Relaxed) as usize;
         let to = chunks.len();
         for c in from..to {
-            let info = chunks.get(ChunkId(c as u32)).expect("chunk below len is published");
+            let info = chunks
+                .get(ChunkId(c as u32))
+                .expect("chunk below len is published");
             if let Err(errno) = mapper.map(device, &info) {
                 return Err(PoolError::DmaMap {
                     device,
@@ -224,7 +226,9 @@ impl DmaTable {
         // Marked removed first: whatever the mapper says, never again.
         s.state.store(SLOT_REMOVED, Ordering::Relaxed);
         for c in (0..mapped).rev() {
-            let info = chunks.get(ChunkId(c as u32)).expect("mapped chunk is published");
+            let info = chunks
+                .get(ChunkId(c as u32))
+                .expect("mapped chunk is published");
             let r = mapper.unmap(device, &info);
             s.mapped.store(c as u32, Ordering::Relaxed);
             Self::bump(&s.unmaps);
@@ -275,7 +279,11 @@ impl DmaTable {
 
     /// Maps chunks registered since the last sync for every attached device.
     /// Returns how many map calls succeeded.
-    pub(crate) fn sync(&self, chunks: &ChunkTable, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+    pub(crate) fn sync(
+        &self,
+        chunks: &ChunkTable,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
         let mut n = 0;
         for i in 0..self.max_devices {
@@ -295,7 +303,9 @@ impl DmaTable {
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
-        let i = self.find(device).ok_or(PoolError::UnknownDevice { device })?;
+        let i = self
+            .find(device)
+            .ok_or(PoolError::UnknownDevice { device })?;
         if self.slot(i).state.load(Ordering::Relaxed) == SLOT_REMOVED {
             return Ok(0);
         }
@@ -304,7 +314,11 @@ impl DmaTable {
 
     /// Final release: unmaps every attached device once. Returns the unmap
     /// count; the first failure is reported after all were tried.
-    pub(crate) fn release_all(&self, chunks: &ChunkTable, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+    pub(crate) fn release_all(
+        &self,
+        chunks: &ChunkTable,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
         let mut n = 0;
         let mut first_err = None;
@@ -324,7 +338,10 @@ impl DmaTable {
     /// Pool-wide (maps, unmaps).
     pub(crate) fn totals(&self) -> (u64, u64) {
         // Relaxed: monitoring counters.
-        (self.maps.load(Ordering::Relaxed), self.unmaps.load(Ordering::Relaxed))
+        (
+            self.maps.load(Ordering::Relaxed),
+            self.unmaps.load(Ordering::Relaxed),
+        )
     }
 
     /// Devices attached (not removed).

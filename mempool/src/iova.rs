@@ -383,7 +383,11 @@ impl ChunkTable {
     }
 
     /// Records a chunk. `max_objects` bounds the populated count.
-    pub(crate) fn insert(&self, spec: &ChunkSpec, max_objects: usize) -> Result<ChunkInfo, PoolError> {
+    pub(crate) fn insert(
+        &self,
+        spec: &ChunkSpec,
+        max_objects: usize,
+    ) -> Result<ChunkInfo, PoolError> {
         let bad = PoolError::BadChunk {
             va: spec.va,
             first: spec.first,

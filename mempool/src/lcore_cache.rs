@@ -144,7 +144,11 @@ impl LcoreCache {
     /// issued after the objects moved.
     #[inline(always)]
     fn store(&self, word: u64, len: usize, held: usize) {
-        let hold = if ACCOUNTING { held as u64 * HOLD_ONE } else { 0 };
+        let hold = if ACCOUNTING {
+            held as u64 * HOLD_ONE
+        } else {
+            0
+        };
         let w = ((word & !LEN_MASK).wrapping_add(hold)) | len as u64;
         // Release pairs with the Acquire load in `inflight::snapshot`; a
         // plain `mov` on x86.
@@ -285,7 +289,11 @@ impl LcoreCache {
     /// The caller is the owner, or the owner is quiescent and the caller's
     /// access happens-after its last operation.
     #[inline(never)]
-    pub(crate) unsafe fn flush_above(&self, ring: &PtrRing, keep: usize) -> Result<usize, RingError> {
+    pub(crate) unsafe fn flush_above(
+        &self,
+        ring: &PtrRing,
+        keep: usize,
+    ) -> Result<usize, RingError> {
         let len = self.len();
         if len <= keep {
             return Ok(0);

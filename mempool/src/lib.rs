@@ -34,7 +34,9 @@ pub use config::{PoolConfig, PoolLayout};
 pub use dma::{DeviceId, DeviceState, DeviceStats, DmaMapper, NoDma};
 pub use error::PoolError;
 pub use inflight::{InflightSnapshot, ACCOUNTING};
-pub use iova::{ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA};
+pub use iova::{
+    ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA,
+};
 pub use pool::{HeapPool, PoolCore, PoolStats};
 pub use ptr_ring::{HeapRing, PtrRing, RingError, RingLayout};
 pub use shutdown::{PollOutcome, PoolState, ShutdownStats};

@@ -180,7 +180,10 @@ impl PoolCore {
                     layout.chunks_offset - table_at,
                     layout.order_offset - table_at,
                 )),
-                dma: CachePadded::new(DmaTable::new(cfg.max_devices, layout.devices_offset - dma_at)),
+                dma: CachePadded::new(DmaTable::new(
+                    cfg.max_devices,
+                    layout.devices_offset - dma_at,
+                )),
                 shutdown: CachePadded::new(Shutdown::new(cfg.retry_period_ns, cfg.warn_period_ns)),
                 validator: Validator::new(layout.bitmap_words, layout.bitmap_offset - val_at),
             });
@@ -188,7 +191,10 @@ impl PoolCore {
             core.table.init_arrays();
             core.dma.init_slots();
             core.validator.init_bitmap();
-            PtrRing::init(NonNull::new_unchecked(base.add(layout.ring_offset)), &layout.ring);
+            PtrRing::init(
+                NonNull::new_unchecked(base.add(layout.ring_offset)),
+                &layout.ring,
+            );
             for i in 0..cfg.max_lcores as usize {
                 base.add(layout.caches_offset + i * layout.lcore_stride)
                     .cast::<CachePadded<LcoreCache>>()
@@ -721,10 +727,17 @@ impl PoolCore {
 
     /// Attaches `device` (once) and maps every chunk not yet mapped for it.
     /// Returns the number of chunks this call mapped.
-    pub fn dma_attach(&self, device: DeviceId, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+    pub fn dma_attach(
+        &self,
+        device: DeviceId,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<usize, PoolError> {
         let state = self.state();
         if state != PoolState::Active {
-            return Err(PoolError::WrongState { op: "dma_attach", state });
+            return Err(PoolError::WrongState {
+                op: "dma_attach",
+                state,
+            });
         }
         self.dma.attach(device, &self.table, mapper)
     }
@@ -734,14 +747,21 @@ impl PoolCore {
     pub fn dma_sync(&self, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
         let state = self.state();
         if state == PoolState::Released {
-            return Err(PoolError::WrongState { op: "dma_sync", state });
+            return Err(PoolError::WrongState {
+                op: "dma_sync",
+                state,
+            });
         }
         self.dma.sync(&self.table, mapper)
     }
 
     /// Unmaps everything mapped for `device` and retires it for good (it is
     /// never mapped again). A second call does nothing (`Ok(0)`).
-    pub fn dma_remove(&self, device: DeviceId, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+    pub fn dma_remove(
+        &self,
+        device: DeviceId,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<usize, PoolError> {
         self.dma.remove(device, &self.table, mapper)
     }
 
@@ -773,7 +793,11 @@ impl PoolCore {
     /// cache cannot see the state. Use
     /// [`drain_quiescent`](PoolCore::drain_quiescent) when the application
     /// is known to be quiescent, to also empty every cache at once.
-    pub fn begin_drain(&self, now: u64, mapper: &mut dyn DmaMapper) -> Result<PollOutcome, PoolError> {
+    pub fn begin_drain(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
         if self.shutdown.close(PoolState::Draining, now)? == PoolState::Released {
             return Ok(PollOutcome::AlreadyReleased);
         }
@@ -785,7 +809,11 @@ impl PoolCore {
     ///
     /// # Safety
     /// As [`flush_all_quiescent`](PoolCore::flush_all_quiescent).
-    pub unsafe fn drain_quiescent(&self, now: u64, mapper: &mut dyn DmaMapper) -> Result<PollOutcome, PoolError> {
+    pub unsafe fn drain_quiescent(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
         self.shutdown.close(PoolState::Draining, now)?;
         self.close_caches();
         // SAFETY: forwarded caller contract.
@@ -798,7 +826,12 @@ impl PoolCore {
     /// accepted and never touch that device again; the final release does
     /// not unmap it again. An unmap failure is reported after the pool was
     /// orphaned (the mappings count as gone either way).
-    pub fn orphan(&self, device: DeviceId, now: u64, mapper: &mut dyn DmaMapper) -> Result<PollOutcome, PoolError> {
+    pub fn orphan(
+        &self,
+        device: DeviceId,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
         if self.state() == PoolState::Released {
             return Ok(PollOutcome::AlreadyReleased);
         }

@@ -160,7 +160,11 @@ impl Shutdown {
     /// `Orphaned`. Returns the state it left.
     pub(crate) fn close(&self, to: PoolState, now: u64) -> Result<PoolState, PoolError> {
         debug_assert!(to.is_closing());
-        let op = if to == PoolState::Orphaned { "orphan" } else { "drain" };
+        let op = if to == PoolState::Orphaned {
+            "orphan"
+        } else {
+            "drain"
+        };
         loop {
             let cur = self.state();
             let target = match cur {
@@ -179,7 +183,12 @@ impl Shutdown {
             // new state sees the clock above.
             if self
                 .state
-                .compare_exchange(cur as u32, target as u32, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    cur as u32,
+                    target as u32,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
                 return Ok(cur);
@@ -198,7 +207,12 @@ impl Shutdown {
             // after every put it counted; pairs with the Acquire in `state`.
             if self
                 .state
-                .compare_exchange(cur as u32, PoolState::Released as u32, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    cur as u32,
+                    PoolState::Released as u32,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
                 // Relaxed: statistics (and the exactly-once check in tests).
@@ -224,7 +238,12 @@ impl Shutdown {
         if now >= due
             && self
                 .next_warn
-                .compare_exchange(due, now.saturating_add(self.warn_period), Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(
+                    due,
+                    now.saturating_add(self.warn_period),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
         {
             // Relaxed: statistics.

@@ -8,7 +8,9 @@ mod common;
 use core::ptr::null_mut;
 
 use common::*;
-use mempool::{ChunkId, DeviceId, DeviceState, HeapPool, PoolConfig, PoolError, PollOutcome, VirtAddr};
+use mempool::{
+    ChunkId, DeviceId, DeviceState, HeapPool, PollOutcome, PoolConfig, PoolError, VirtAddr,
+};
 
 const NIC0: DeviceId = DeviceId(0x10);
 const NIC1: DeviceId = DeviceId(0x11);
@@ -63,7 +65,10 @@ fn each_chunk_mapped_once_per_device() {
     let s = pool.stats();
     assert_eq!((s.dma_maps, s.dma_unmaps, s.devices), (8, 0, 2));
     let d = pool.device_stats(NIC0).unwrap();
-    assert_eq!((d.state, d.mapped, d.maps, d.unmaps), (DeviceState::Attached, 4, 4, 0));
+    assert_eq!(
+        (d.state, d.mapped, d.maps, d.unmaps),
+        (DeviceState::Attached, 4, 4, 0)
+    );
 }
 
 #[test]
@@ -90,19 +95,32 @@ fn removal_unmaps_once_and_device_is_never_remapped() {
     pool.dma_attach(NIC0, &mut m).unwrap();
     pool.dma_attach(NIC1, &mut m).unwrap();
     assert_eq!(pool.dma_remove(NIC0, &mut m).unwrap(), 3);
-    assert_eq!(pool.dma_remove(NIC0, &mut m).unwrap(), 0, "second removal is a no-op");
+    assert_eq!(
+        pool.dma_remove(NIC0, &mut m).unwrap(),
+        0,
+        "second removal is a no-op"
+    );
     assert_eq!(
         pool.dma_attach(NIC0, &mut m).unwrap_err(),
         PoolError::DeviceRemoved { device: NIC0 }
     );
     pool.register_chunk(chunk(3)).unwrap();
-    assert_eq!(pool.dma_sync(&mut m).unwrap(), 1, "only the attached device");
+    assert_eq!(
+        pool.dma_sync(&mut m).unwrap(),
+        1,
+        "only the attached device"
+    );
     assert_eq!(
         pool.dma_remove(DeviceId(99), &mut m).unwrap_err(),
-        PoolError::UnknownDevice { device: DeviceId(99) }
+        PoolError::UnknownDevice {
+            device: DeviceId(99)
+        }
     );
     let d = pool.device_stats(NIC0).unwrap();
-    assert_eq!((d.state, d.mapped, d.maps, d.unmaps), (DeviceState::Removed, 0, 3, 3));
+    assert_eq!(
+        (d.state, d.mapped, d.maps, d.unmaps),
+        (DeviceState::Removed, 0, 3, 3)
+    );
     // Final release unmaps NIC1's 4 chunks, and NIC0's nothing more.
     put_chunks(&pool, 4);
     let out = pool.begin_drain(0, &mut m).unwrap();
@@ -139,7 +157,11 @@ fn failed_map_keeps_the_mapped_prefix_and_retries_the_rest() {
     assert_eq!(e.errno(), -libc::ENOMEM);
     assert_eq!(pool.device_stats(NIC0).unwrap().mapped, 2);
     m.fail_map = None;
-    assert_eq!(pool.dma_sync(&mut m).unwrap(), 2, "retry maps chunks 2 and 3 only");
+    assert_eq!(
+        pool.dma_sync(&mut m).unwrap(),
+        2,
+        "retry maps chunks 2 and 3 only"
+    );
     assert!(m.maps.values().all(|&c| c == 1));
     assert_eq!(pool.dma_remove(NIC0, &mut m).unwrap(), 4);
 }

@@ -67,13 +67,19 @@ fn conservation_after_every_phase() {
     // SAFETY: single thread.
     unsafe { pool.get(2, &mut o) }.unwrap();
     let out = pool.begin_drain(0, &mut mempool::NoDma).unwrap();
-    assert!(matches!(out, mempool::PollOutcome::Waiting { inflight: 10, .. }), "{out:?}");
+    assert!(
+        matches!(out, mempool::PollOutcome::Waiting { inflight: 10, .. }),
+        "{out:?}"
+    );
     assert_conserved(&pool);
     // SAFETY: single thread.
     unsafe { pool.put(2, &o) }.unwrap();
     assert_conserved(&pool);
     assert_eq!(pool.in_caches(), 0);
-    assert!(matches!(pool.poll(1, &mut mempool::NoDma), mempool::PollOutcome::Released { .. }));
+    assert!(matches!(
+        pool.poll(1, &mut mempool::NoDma),
+        mempool::PollOutcome::Released { .. }
+    ));
     assert_conserved(&pool);
 }
 
@@ -86,7 +92,7 @@ fn hold_and_release_count_every_path() {
     let mut a = vec![null_mut(); 3]; // fast path after refill
     let mut b = vec![null_mut(); 50]; // oversized: cache + ring
     let mut c = vec![null_mut(); 7]; // ring only
-    // SAFETY: single thread.
+                                     // SAFETY: single thread.
     unsafe {
         pool.get(1, &mut a).unwrap();
         pool.get(1, &mut b).unwrap();

@@ -7,9 +7,19 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mempool::{ChunkId, ChunkSpec, HeapPool, Iova, ObjIndex, PoolConfig, PoolError, VirtAddr, VirtRange, BAD_IOVA};
+use mempool::{
+    ChunkId, ChunkSpec, HeapPool, Iova, ObjIndex, PoolConfig, PoolError, VirtAddr, VirtRange,
+    BAD_IOVA,
+};
 
-fn spec(start: usize, len: usize, iova: Option<u64>, hdr: usize, stride: usize, count: usize) -> ChunkSpec {
+fn spec(
+    start: usize,
+    len: usize,
+    iova: Option<u64>,
+    hdr: usize,
+    stride: usize,
+    count: usize,
+) -> ChunkSpec {
     ChunkSpec {
         va: VirtRange::new(VirtAddr(start), len),
         iova: iova.map(Iova),
@@ -45,9 +55,15 @@ fn newtypes() {
 fn chunks_registered_out_of_order_are_found() {
     let p = pool(1000, 16);
     // Three chunks, registered high, low, middle; one without an IOVA.
-    let hi = p.register_chunk(spec(0x30_0000, 0x1000, Some(0xC000_0000), 64, 128, 10)).unwrap();
-    let lo = p.register_chunk(spec(0x10_0000, 0x1000, Some(0xA000_0000), 64, 128, 20)).unwrap();
-    let mid = p.register_chunk(spec(0x20_0000, 0x1000, None, 0, 256, 5)).unwrap();
+    let hi = p
+        .register_chunk(spec(0x30_0000, 0x1000, Some(0xC000_0000), 64, 128, 10))
+        .unwrap();
+    let lo = p
+        .register_chunk(spec(0x10_0000, 0x1000, Some(0xA000_0000), 64, 128, 20))
+        .unwrap();
+    let mid = p
+        .register_chunk(spec(0x20_0000, 0x1000, None, 0, 256, 5))
+        .unwrap();
     assert_eq!((hi.id, lo.id, mid.id), (ChunkId(0), ChunkId(1), ChunkId(2)));
     // Dense object indices in registration order.
     assert_eq!(hi.first_index, ObjIndex(0));
@@ -56,23 +72,43 @@ fn chunks_registered_out_of_order_are_found() {
     assert_eq!(p.populated(), 35);
     assert_eq!(p.chunks(), 3);
 
-    let o = |base: usize, hdr: usize, stride: usize, i: usize| (base + hdr + i * stride) as *const u8;
+    let o =
+        |base: usize, hdr: usize, stride: usize, i: usize| (base + hdr + i * stride) as *const u8;
     assert_eq!(p.owns(o(0x10_0000, 64, 128, 0)), Some(ObjIndex(10)));
     assert_eq!(p.owns(o(0x10_0000, 64, 128, 19)), Some(ObjIndex(29)));
     assert_eq!(p.owns(o(0x10_0000, 64, 128, 20)), None, "past the run");
     assert_eq!(p.owns(o(0x30_0000, 64, 128, 9)), Some(ObjIndex(9)));
     assert_eq!(p.owns(o(0x20_0000, 0, 256, 4)), Some(ObjIndex(34)));
-    assert_eq!(p.owns((0x10_0000 + 64 + 1) as *const u8), None, "not on a boundary");
-    assert_eq!(p.owns(0x10_0000 as *const u8), None, "the header is not an object");
+    assert_eq!(
+        p.owns((0x10_0000 + 64 + 1) as *const u8),
+        None,
+        "not on a boundary"
+    );
+    assert_eq!(
+        p.owns(0x10_0000 as *const u8),
+        None,
+        "the header is not an object"
+    );
     assert_eq!(p.owns(0x5 as *const u8), None);
     assert_eq!(p.owns(0x40_0000 as *const u8), None);
     assert_eq!(p.owns(core::ptr::null::<u8>()), None);
 
     assert_eq!(p.iova_of(0x10_0010 as *const u8), Some(Iova(0xA000_0010)));
     assert_eq!(p.iova_of(0x30_0fff as *const u8), Some(Iova(0xc000_0fff)));
-    assert_eq!(p.iova_of(0x30_1000 as *const u8), None, "one past the chunk");
-    assert_eq!(p.iova_of(0x20_0000 as *const u8), None, "chunk without IOVA");
-    assert_eq!(p.chunk_of(0x20_0100 as *const u8).map(|c| c.id), Some(ChunkId(2)));
+    assert_eq!(
+        p.iova_of(0x30_1000 as *const u8),
+        None,
+        "one past the chunk"
+    );
+    assert_eq!(
+        p.iova_of(0x20_0000 as *const u8),
+        None,
+        "chunk without IOVA"
+    );
+    assert_eq!(
+        p.chunk_of(0x20_0100 as *const u8).map(|c| c.id),
+        Some(ChunkId(2))
+    );
     assert_eq!(p.chunk(ChunkId(1)), Some(lo));
     assert_eq!(p.chunk(ChunkId(3)), None);
     assert_eq!(lo.iova_range().unwrap().len, 0x1000);
@@ -81,14 +117,26 @@ fn chunks_registered_out_of_order_are_found() {
 #[test]
 fn table_bound_overlap_and_bad_runs_are_errors() {
     let p = pool(100, 2);
-    p.register_chunk(spec(0x1000, 0x100, None, 0, 16, 4)).unwrap();
-    let e = p.register_chunk(spec(0x10f0, 0x100, None, 0x10, 16, 4)).unwrap_err();
+    p.register_chunk(spec(0x1000, 0x100, None, 0, 16, 4))
+        .unwrap();
+    let e = p
+        .register_chunk(spec(0x10f0, 0x100, None, 0x10, 16, 4))
+        .unwrap_err();
     assert!(
-        matches!(e, PoolError::ChunkOverlap { existing: ChunkId(0), .. }),
+        matches!(
+            e,
+            PoolError::ChunkOverlap {
+                existing: ChunkId(0),
+                ..
+            }
+        ),
         "{e}"
     );
-    p.register_chunk(spec(0x2000, 0x100, None, 0, 16, 4)).unwrap();
-    let e = p.register_chunk(spec(0x3000, 0x100, None, 0, 16, 4)).unwrap_err();
+    p.register_chunk(spec(0x2000, 0x100, None, 0, 16, 4))
+        .unwrap();
+    let e = p
+        .register_chunk(spec(0x3000, 0x100, None, 0, 16, 4))
+        .unwrap_err();
     assert_eq!(
         e,
         PoolError::ChunkTableFull {
@@ -101,14 +149,25 @@ fn table_bound_overlap_and_bad_runs_are_errors() {
 
     let p = pool(100, 8);
     // Last object would start past the end.
-    let e = p.register_chunk(spec(0x1000, 0x100, None, 0, 16, 17)).unwrap_err();
+    let e = p
+        .register_chunk(spec(0x1000, 0x100, None, 0, 16, 17))
+        .unwrap_err();
     assert!(matches!(e, PoolError::BadChunk { count: 17, .. }), "{e}");
-    assert!(p.register_chunk(spec(0x1000, 0x100, None, 0, 0, 1)).is_err());
-    assert!(p.register_chunk(spec(0x1000, 0x100, None, 0, 16, 0)).is_err());
-    assert!(p.register_chunk(spec(usize::MAX - 10, 0x100, None, 0, 16, 1)).is_err());
+    assert!(p
+        .register_chunk(spec(0x1000, 0x100, None, 0, 0, 1))
+        .is_err());
+    assert!(p
+        .register_chunk(spec(0x1000, 0x100, None, 0, 16, 0))
+        .is_err());
+    assert!(p
+        .register_chunk(spec(usize::MAX - 10, 0x100, None, 0, 16, 1))
+        .is_err());
     // More objects than the pool was sized for.
-    p.register_chunk(spec(0x1000, 0x1000, None, 0, 16, 90)).unwrap();
-    let e = p.register_chunk(spec(0x9000, 0x1000, None, 0, 16, 11)).unwrap_err();
+    p.register_chunk(spec(0x1000, 0x1000, None, 0, 16, 90))
+        .unwrap();
+    let e = p
+        .register_chunk(spec(0x9000, 0x1000, None, 0, 16, 11))
+        .unwrap_err();
     assert_eq!(
         e,
         PoolError::TooManyObjects {
@@ -117,7 +176,8 @@ fn table_bound_overlap_and_bad_runs_are_errors() {
             objects: 100
         }
     );
-    p.register_chunk(spec(0x9000, 0x1000, None, 0, 16, 10)).unwrap();
+    p.register_chunk(spec(0x9000, 0x1000, None, 0, 16, 10))
+        .unwrap();
     assert_eq!(p.populated(), 100);
 }
 
@@ -128,14 +188,24 @@ fn many_chunks_binary_search() {
     // Register in a scrambled order.
     for k in 0..n {
         let i = (k * 197) % n;
-        p.register_chunk(spec(0x100_0000 + i * 0x1000, 0x1000, Some(i as u64 * 0x1_0000), 0x40, 0x100, 4))
-            .unwrap();
+        p.register_chunk(spec(
+            0x100_0000 + i * 0x1000,
+            0x1000,
+            Some(i as u64 * 0x1_0000),
+            0x40,
+            0x100,
+            4,
+        ))
+        .unwrap();
     }
     for i in 0..n {
         let base = 0x100_0000 + i * 0x1000;
         let c = p.chunk_of(base as *const u8).unwrap();
         assert_eq!(c.va.start, VirtAddr(base));
-        assert_eq!(p.iova_of((base + 0x123) as *const u8), Some(Iova(i as u64 * 0x1_0000 + 0x123)));
+        assert_eq!(
+            p.iova_of((base + 0x123) as *const u8),
+            Some(Iova(i as u64 * 0x1_0000 + 0x123))
+        );
         let idx = p.owns((base + 0x40 + 3 * 0x100) as *const u8).unwrap();
         assert_eq!(idx.0, c.first_index.0 + 3);
     }
@@ -145,7 +215,8 @@ fn many_chunks_binary_search() {
 fn lookups_race_registration() {
     let n = 200;
     let p = Arc::new(pool(n * 2, n));
-    p.register_chunk(spec(0x5000_0000, 0x1000, Some(0x9000_0000), 0, 0x800, 2)).unwrap();
+    p.register_chunk(spec(0x5000_0000, 0x1000, Some(0x9000_0000), 0, 0x800, 2))
+        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let started = Arc::new(AtomicBool::new(false));
     let reader = {
@@ -168,8 +239,13 @@ fn lookups_race_registration() {
     }
     for k in 1..n {
         std::thread::yield_now();
-        let i = if k % 2 == 0 { 0x5000_0000 + k * 0x1000 } else { 0x5000_0000 - k * 0x1000 };
-        p.register_chunk(spec(i, 0x1000, None, 0, 0x800, 2)).unwrap();
+        let i = if k % 2 == 0 {
+            0x5000_0000 + k * 0x1000
+        } else {
+            0x5000_0000 - k * 0x1000
+        };
+        p.register_chunk(spec(i, 0x1000, None, 0, 0x800, 2))
+            .unwrap();
     }
     stop.store(true, Ordering::Relaxed);
     assert!(reader.join().unwrap() > 0);

@@ -78,7 +78,10 @@ fn overflow_flushes_top_down_to_half() {
     for (i, o) in out.iter().enumerate() {
         // SAFETY: single thread owns lcore 0.
         unsafe { pool.put(0, &[*o]) }.unwrap();
-        assert!(pool.cache_len(0) <= 32, "cache above its size after {i} puts");
+        assert!(
+            pool.cache_len(0) <= 32,
+            "cache above its size after {i} puts"
+        );
     }
     // 32 fit; the 33rd flushed down to 16 and pushed: 17; then 7 more: 24.
     assert_eq!(pool.cache_len(0), 24);
@@ -259,7 +262,13 @@ fn failed_get_may_fill_own_cache_but_loses_nothing() {
     let mut want = [null_mut(); 8];
     // SAFETY: single thread.
     let err = unsafe { pool.get(0, &mut want) }.unwrap_err();
-    assert_eq!(err, PoolError::Exhausted { requested: 8, available: 4 });
+    assert_eq!(
+        err,
+        PoolError::Exhausted {
+            requested: 8,
+            available: 4
+        }
+    );
     // The 4 ring objects moved into lcore 0's cache; none handed out.
     assert_eq!(pool.cache_len(0), 4);
     assert_eq!(pool.inflight(), 60);

@@ -15,7 +15,9 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use mempool::{ChunkSpec, HeapPool, NoDma, PollOutcome, PoolConfig, PoolError, PoolState, VirtAddr, VirtRange};
+use mempool::{
+    ChunkSpec, HeapPool, NoDma, PollOutcome, PoolConfig, PoolError, PoolState, VirtAddr, VirtRange,
+};
 
 const BASE: usize = 0x1000;
 const STRIDE: usize = 64;
@@ -149,7 +151,9 @@ fn late_returns_race_the_final_release() {
             if let PollOutcome::Released { .. } = out {
                 // Never released while an object is out: both are home.
                 let mut home = [null_mut(); 2];
-                pool.ring().dequeue_bulk(&mut home).expect("released with an object out");
+                pool.ring()
+                    .dequeue_bulk(&mut home)
+                    .expect("released with an object out");
                 released.fetch_add(1, Ordering::Relaxed);
             }
         };

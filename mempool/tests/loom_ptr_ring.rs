@@ -131,7 +131,10 @@ fn two_consumers_exactly_once() {
         assert_eq!(got.len(), 4);
         let renamed = got.iter().filter(|&&x| x > 10).count();
         assert_eq!(renamed, 1);
-        let mut base: Vec<_> = got.iter().map(|&x| if x > 10 { x - 10 } else { x }).collect();
+        let mut base: Vec<_> = got
+            .iter()
+            .map(|&x| if x > 10 { x - 10 } else { x })
+            .collect();
         base.sort_unstable();
         assert_eq!(base, vec![1, 2, 3, 4]);
     });

@@ -36,7 +36,12 @@ fn attach_rejects_memory_without_a_pool() {
     let p = NonNull::new(junk.as_mut_ptr().cast::<u8>()).unwrap();
     // SAFETY: `junk` is readable and larger than a pool header.
     let e = unsafe { PoolCore::attach(p) }.err().unwrap();
-    assert_eq!(e, PoolError::NotAPool { addr: p.as_ptr() as usize });
+    assert_eq!(
+        e,
+        PoolError::NotAPool {
+            addr: p.as_ptr() as usize
+        }
+    );
     assert_eq!(e.errno(), -libc::EINVAL);
 }
 
@@ -83,7 +88,10 @@ fn exhaustion_is_all_or_nothing_and_recovers() {
         let mut all = vec![null_mut(); 101];
         // SAFETY: single thread.
         let e = unsafe { pool.get(lcore, &mut all) }.unwrap_err();
-        assert!(matches!(e, PoolError::Exhausted { requested: 101, .. }), "{e}");
+        assert!(
+            matches!(e, PoolError::Exhausted { requested: 101, .. }),
+            "{e}"
+        );
         assert_eq!(e.errno(), -libc::ENOBUFS);
         assert_eq!(pool.inflight(), 0, "a failed get hands out nothing");
         assert_eq!(pool.available(), 100);
@@ -167,7 +175,10 @@ fn overfull_put_is_refused_whole() {
 fn stats_report_configuration() {
     let pool = populated_pool(cfg(), 0);
     let s = pool.stats();
-    assert_eq!((s.objects, s.populated, s.cache_size, s.max_lcores), (100, 100, 16, 4));
+    assert_eq!(
+        (s.objects, s.populated, s.cache_size, s.max_lcores),
+        (100, 100, 16, 4)
+    );
     assert_eq!(s.state, PoolState::Active);
     assert_eq!(s.chunks, 1);
     assert!(!s.validate);

@@ -253,12 +253,20 @@ fn stress(producers: usize, consumers: usize, total: usize) {
 #[test]
 fn stress_2p2c_every_object_exactly_once() {
     // 10^7 in release builds (`make test`), fewer in debug.
-    let total = if cfg!(debug_assertions) { 200_000 } else { 10_000_000 };
+    let total = if cfg!(debug_assertions) {
+        200_000
+    } else {
+        10_000_000
+    };
     stress(2, 2, total);
 }
 
 #[test]
 fn stress_1p1c_every_object_exactly_once() {
-    let total = if cfg!(debug_assertions) { 200_000 } else { 2_000_000 };
+    let total = if cfg!(debug_assertions) {
+        200_000
+    } else {
+        2_000_000
+    };
     stress(1, 1, total);
 }

@@ -8,7 +8,9 @@ mod common;
 use core::ptr::null_mut;
 
 use common::*;
-use mempool::{DeviceId, NoDma, PoolConfig, PoolError, PollOutcome, PoolState, RejectKind, VirtAddr};
+use mempool::{
+    DeviceId, NoDma, PollOutcome, PoolConfig, PoolError, PoolState, RejectKind, VirtAddr,
+};
 
 const S: u64 = 1_000_000_000;
 
@@ -62,7 +64,10 @@ fn retry_and_warn_periods_with_a_fake_clock() {
     let mut warns = Vec::new();
     for sec in 1..=185 {
         match pool.poll(t0 + sec * S, &mut NoDma) {
-            PollOutcome::Waiting { inflight: 3, retry_in_ns } => assert_eq!(retry_in_ns, S),
+            PollOutcome::Waiting {
+                inflight: 3,
+                retry_in_ns,
+            } => assert_eq!(retry_in_ns, S),
             PollOutcome::Warn {
                 inflight: 3,
                 waited_ns,
@@ -89,7 +94,10 @@ fn retry_and_warn_periods_with_a_fake_clock() {
             dma: Ok(0)
         }
     );
-    assert_eq!(pool.poll(t0 + 188 * S, &mut NoDma), PollOutcome::AlreadyReleased);
+    assert_eq!(
+        pool.poll(t0 + 188 * S, &mut NoDma),
+        PollOutcome::AlreadyReleased
+    );
     assert_eq!(pool.stats().shutdown.releases, 1);
     assert_exactly_once_released(&pool);
 }
@@ -113,13 +121,31 @@ fn custom_periods() {
     let mut o = [null_mut()];
     pool.get_any(&mut o).unwrap();
     assert_eq!(pool.retry_period_ns(), 5);
-    assert!(matches!(pool.begin_drain(100, &mut NoDma).unwrap(), PollOutcome::Waiting { retry_in_ns: 5, .. }));
-    assert!(matches!(pool.poll(119, &mut NoDma), PollOutcome::Waiting { .. }));
-    assert!(matches!(pool.poll(120, &mut NoDma), PollOutcome::Warn { waited_ns: 20, .. }));
-    assert!(matches!(pool.poll(121, &mut NoDma), PollOutcome::Waiting { .. }));
+    assert!(matches!(
+        pool.begin_drain(100, &mut NoDma).unwrap(),
+        PollOutcome::Waiting { retry_in_ns: 5, .. }
+    ));
+    assert!(matches!(
+        pool.poll(119, &mut NoDma),
+        PollOutcome::Waiting { .. }
+    ));
+    assert!(matches!(
+        pool.poll(120, &mut NoDma),
+        PollOutcome::Warn { waited_ns: 20, .. }
+    ));
+    assert!(matches!(
+        pool.poll(121, &mut NoDma),
+        PollOutcome::Waiting { .. }
+    ));
     // A late warn-time poll warns once, then the next is due a period later.
-    assert!(matches!(pool.poll(200, &mut NoDma), PollOutcome::Warn { waited_ns: 100, .. }));
-    assert!(matches!(pool.poll(219, &mut NoDma), PollOutcome::Waiting { .. }));
+    assert!(matches!(
+        pool.poll(200, &mut NoDma),
+        PollOutcome::Warn { waited_ns: 100, .. }
+    ));
+    assert!(matches!(
+        pool.poll(219, &mut NoDma),
+        PollOutcome::Waiting { .. }
+    ));
 }
 
 #[test]
@@ -155,10 +181,16 @@ fn draining_closes_caches_refuses_gets_accepts_returns() {
     assert_conserved(&pool);
     // SAFETY: single thread.
     unsafe { pool.put(1, &a[1..]) }.unwrap();
-    assert!(matches!(pool.poll(S, &mut NoDma), PollOutcome::Waiting { inflight: 4, .. }));
+    assert!(matches!(
+        pool.poll(S, &mut NoDma),
+        PollOutcome::Waiting { inflight: 4, .. }
+    ));
     // SAFETY: single thread.
     unsafe { pool.put(2, &b) }.unwrap();
-    assert!(matches!(pool.poll(2 * S, &mut NoDma), PollOutcome::Released { .. }));
+    assert!(matches!(
+        pool.poll(2 * S, &mut NoDma),
+        PollOutcome::Released { .. }
+    ));
     assert_conserved(&pool);
 }
 
@@ -193,7 +225,10 @@ fn return_after_release_is_detected_and_counted() {
     // Pretend the application lost track of a[1]: the caller forces release
     // by returning it, then returns it again after release.
     pool.put_any(&a[1..]).unwrap();
-    assert!(matches!(pool.poll(S, &mut NoDma), PollOutcome::Released { .. }));
+    assert!(matches!(
+        pool.poll(S, &mut NoDma),
+        PollOutcome::Released { .. }
+    ));
     let ring = pool.ring().len();
     for put in [
         // SAFETY: single thread.
@@ -229,18 +264,30 @@ fn orphaned_pool_unmaps_once_and_late_returns_never_touch_the_device() {
     unsafe { pool.get(3, &mut held) }.unwrap();
     // The device vanishes with 5 objects out.
     let out = pool.orphan(nic, 10 * S, &mut m).unwrap();
-    assert_eq!(out, PollOutcome::Waiting { inflight: 5, retry_in_ns: S });
+    assert_eq!(
+        out,
+        PollOutcome::Waiting {
+            inflight: 5,
+            retry_in_ns: S
+        }
+    );
     assert_eq!(pool.state(), PoolState::Orphaned);
     assert_eq!(m.unmaps.get(&(nic.0, 0)), Some(&1));
     // Orphaning again (or a second removal notice) touches nothing.
     let calls = m.calls;
-    assert!(matches!(pool.orphan(nic, 11 * S, &mut m).unwrap(), PollOutcome::Waiting { .. }));
+    assert!(matches!(
+        pool.orphan(nic, 11 * S, &mut m).unwrap(),
+        PollOutcome::Waiting { .. }
+    ));
     assert_eq!(m.calls, calls);
     // Late returns: accepted, no mapper call.
     // SAFETY: single thread.
     unsafe { pool.put(3, &held[..4]) }.unwrap();
     assert_eq!(m.calls, calls);
-    assert!(matches!(pool.poll(12 * S, &mut m), PollOutcome::Waiting { inflight: 1, .. }));
+    assert!(matches!(
+        pool.poll(12 * S, &mut m),
+        PollOutcome::Waiting { inflight: 1, .. }
+    ));
     pool.put_any(&held[4..]).unwrap();
     // Final release unmaps the other device only.
     assert_eq!(
@@ -254,7 +301,10 @@ fn orphaned_pool_unmaps_once_and_late_returns_never_touch_the_device() {
     assert!(m.unmaps.values().all(|&c| c == 1));
     assert!(m.live.values().all(|&l| l == 0));
     // Orphaning a released pool does nothing.
-    assert_eq!(pool.orphan(other, 14 * S, &mut m).unwrap(), PollOutcome::AlreadyReleased);
+    assert_eq!(
+        pool.orphan(other, 14 * S, &mut m).unwrap(),
+        PollOutcome::AlreadyReleased
+    );
     assert_eq!(m.total_unmaps(), 2);
 }
 

@@ -8,7 +8,7 @@ mod common;
 
 use core::ffi::c_void;
 use core::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -45,14 +45,24 @@ impl Shared {
 
     fn took(&self, objs: &[*mut c_void]) {
         for &p in objs {
-            assert_eq!(self.out[idx(p)].swap(1, Ordering::AcqRel), 0, "object {} handed out twice", idx(p));
+            assert_eq!(
+                self.out[idx(p)].swap(1, Ordering::AcqRel),
+                0,
+                "object {} handed out twice",
+                idx(p)
+            );
         }
         self.moved.fetch_add(objs.len() as u64, Ordering::Relaxed);
     }
 
     fn giving_back(&self, objs: &[*mut c_void]) {
         for &p in objs {
-            assert_eq!(self.out[idx(p)].swap(0, Ordering::AcqRel), 1, "object {} returned but not out", idx(p));
+            assert_eq!(
+                self.out[idx(p)].swap(0, Ordering::AcqRel),
+                1,
+                "object {} returned but not out",
+                idx(p)
+            );
         }
     }
 
@@ -122,11 +132,17 @@ fn alloc_here_free_there(cache: usize, validate: bool) {
     };
     producer.join().unwrap();
     consumer.join().unwrap();
-    assert!(sh.moved.load(Ordering::Relaxed) > 10_000, "stress moved too little");
+    assert!(
+        sh.moved.load(Ordering::Relaxed) > 10_000,
+        "stress moved too little"
+    );
     assert_eq!(sh.pool.inflight(), 0);
     assert_conserved(&sh.pool);
     assert_exactly_once(&sh.pool);
-    eprintln!("handover cache={cache} validate={validate}: {} objects", sh.moved.load(Ordering::Relaxed));
+    eprintln!(
+        "handover cache={cache} validate={validate}: {} objects",
+        sh.moved.load(Ordering::Relaxed)
+    );
 }
 
 #[test]

@@ -49,7 +49,7 @@ fn foreign_pointers_are_rejected_and_counted() {
     let before = pool.stats();
     let foreign: [*mut c_void; 4] = [
         null_mut(),
-        (BASE + HDR + 1) as *mut c_void,    // inside the chunk, off boundary
+        (BASE + HDR + 1) as *mut c_void, // inside the chunk, off boundary
         (BASE + 128 * STRIDE) as *mut c_void, // just past the chunk
         0x1234 as *mut c_void,
     ];
@@ -85,11 +85,30 @@ fn double_free_is_rejected_and_counted() {
     // Same object again, on the same lcore and on another path.
     // SAFETY: single thread.
     let e = unsafe { pool.put(1, &o[..1]) }.unwrap_err();
-    assert!(matches!(e, PoolError::Rejected { kind: RejectKind::DoubleFree, rejected: 1, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            PoolError::Rejected {
+                kind: RejectKind::DoubleFree,
+                rejected: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = pool.put_any(&o[..1]).unwrap_err();
-    assert!(matches!(e, PoolError::Rejected { kind: RejectKind::DoubleFree, .. }));
+    assert!(matches!(
+        e,
+        PoolError::Rejected {
+            kind: RejectKind::DoubleFree,
+            ..
+        }
+    ));
     // An object that was never taken out (home since populate).
-    let home = (0..128).map(obj).find(|&p| pool.is_home(p) == Some(true) && p != o[0]).unwrap();
+    let home = (0..128)
+        .map(obj)
+        .find(|&p| pool.is_home(p) == Some(true) && p != o[0])
+        .unwrap();
     assert!(pool.put_any(&[home]).is_err());
     assert_eq!(pool.stats().rejected.double_free, 3);
     assert_eq!(pool.inflight(), 1);
@@ -143,7 +162,8 @@ fn racing_double_free_accepts_exactly_one() {
         let ok = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..2u32)
             .map(|l| {
-                let (pool, barrier, ok) = (Arc::clone(&pool), Arc::clone(&barrier), Arc::clone(&ok));
+                let (pool, barrier, ok) =
+                    (Arc::clone(&pool), Arc::clone(&barrier), Arc::clone(&ok));
                 std::thread::spawn(move || {
                     barrier.wait();
                     // SAFETY: lcore `l` is used by this thread only.

@@ -46,7 +46,11 @@ fn parse_args() -> Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut next = || it.next().map(PathBuf::from).ok_or(format!("{arg} needs a value"));
+        let mut next = || {
+            it.next()
+                .map(PathBuf::from)
+                .ok_or(format!("{arg} needs a value"))
+        };
         match arg.as_str() {
             "--dir" => a.dir = next()?,
             "--out" => a.out = Some(next()?),
@@ -94,12 +98,29 @@ fn load(dir: &Path) -> Data {
                     on_cpu,
                 }) => {
                     d.on_cpu.entry(key).or_default().push(on_cpu);
-                    d.cpu_cycles.entry((key, handler.clone())).or_default().push((rate, on_cpu));
-                    d.mempool.entry(key).or_default().entry(handler).or_default().push((round, rate))
+                    d.cpu_cycles
+                        .entry((key, handler.clone()))
+                        .or_default()
+                        .push((rate, on_cpu));
+                    d.mempool
+                        .entry(key)
+                        .or_default()
+                        .entry(handler)
+                        .or_default()
+                        .push((round, rate))
                 }
-                Some(Record::E2e { key, handler, round, rate }) => {
-                    d.e2e.entry(key).or_default().entry(handler).or_default().push((round, rate))
-                }
+                Some(Record::E2e {
+                    key,
+                    handler,
+                    round,
+                    rate,
+                }) => d
+                    .e2e
+                    .entry(key)
+                    .or_default()
+                    .entry(handler)
+                    .or_default()
+                    .push((round, rate)),
                 None => {}
             }
         }
@@ -113,9 +134,16 @@ fn load(dir: &Path) -> Data {
     if let Ok(entries) = std::fs::read_dir(dir.join("profile")) {
         let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort();
-        for f in files.into_iter().filter(|f| f.extension().is_some_and(|e| e == "txt")) {
-            let name = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            d.profiles.push((name, std::fs::read_to_string(&f).unwrap_or_default()));
+        for f in files
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "txt"))
+        {
+            let name = f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            d.profiles
+                .push((name, std::fs::read_to_string(&f).unwrap_or_default()));
         }
     }
     d
@@ -129,7 +157,10 @@ fn summary(by_handler: &BTreeMap<String, Vec<(u32, f64)>>, handler: &str) -> Opt
 
 /// Ratios of `handler` to the baseline, round by round (each pair ran back
 /// to back): min and max.
-fn round_ratio_range(by_handler: &BTreeMap<String, Vec<(u32, f64)>>, handler: &str) -> Option<(f64, f64)> {
+fn round_ratio_range(
+    by_handler: &BTreeMap<String, Vec<(u32, f64)>>,
+    handler: &str,
+) -> Option<(f64, f64)> {
     let ours = by_handler.get(handler)?;
     let base: BTreeMap<u32, f64> = by_handler.get(BASELINE)?.iter().copied().collect();
     let rs: Vec<f64> = ours
@@ -150,7 +181,11 @@ struct Row {
     verdict: Option<Verdict>,
 }
 
-fn compare(by_handler: &BTreeMap<String, Vec<(u32, f64)>>, label: String, target: Option<Target>) -> Row {
+fn compare(
+    by_handler: &BTreeMap<String, Vec<(u32, f64)>>,
+    label: String,
+    target: Option<Target>,
+) -> Row {
     let base = summary(by_handler, BASELINE);
     let ours = summary(by_handler, OURS);
     let ratio_of = |h: &str| {
@@ -188,8 +223,16 @@ fn fmt_ratio(r: Option<f64>) -> String {
 
 fn handlers_present<K: Ord>(samples: &Samples<K>) -> Vec<String> {
     let all: BTreeSet<&String> = samples.values().flat_map(|m| m.keys()).collect();
-    let mut v: Vec<String> = HANDLER_ORDER.iter().filter(|h| all.iter().any(|a| a == *h)).map(|h| h.to_string()).collect();
-    v.extend(all.into_iter().filter(|a| !HANDLER_ORDER.contains(&a.as_str())).cloned());
+    let mut v: Vec<String> = HANDLER_ORDER
+        .iter()
+        .filter(|h| all.iter().any(|a| a == *h))
+        .map(|h| h.to_string())
+        .collect();
+    v.extend(
+        all.into_iter()
+            .filter(|a| !HANDLER_ORDER.contains(&a.as_str()))
+            .cloned(),
+    );
     v
 }
 
@@ -219,7 +262,10 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     let mrows = mempool_rows(d);
     let erows = e2e_rows(d);
 
-    let _ = writeln!(w, "# Benchmark results: `ptr_ring` against DPDK's `ring_mp_mc`\n");
+    let _ = writeln!(
+        w,
+        "# Benchmark results: `ptr_ring` against DPDK's `ring_mp_mc`\n"
+    );
     let _ = writeln!(
         w,
         "Generated by `{}` on {} (run time {}). Do not edit: rerun the command. \
@@ -246,7 +292,11 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     ] {
         let _ = writeln!(w, "| {label} | {} |", meta(d, k).replace('|', "\\|"));
     }
-    let _ = writeln!(w, "| Machine during the run | {} |", monitor_summary(d).replace('|', "\\|"));
+    let _ = writeln!(
+        w,
+        "| Machine during the run | {} |",
+        monitor_summary(d).replace('|', "\\|")
+    );
     let shares: Vec<f64> = d.on_cpu.values().flatten().copied().collect();
     if let Some(s) = Summary::of(&shares) {
         let _ = writeln!(
@@ -270,7 +320,8 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         "| configuration | ptr_ring / ring_mp_mc [round by round] | target | verdict | same run: stack, ring_sp_sc | issue's reference | lanes on CPU, lowest |"
     );
     let _ = writeln!(w, "|---|---|---|---|---|---|---|");
-    let lowest_on_cpu = |k: &MempoolKey| d.on_cpu.get(k).and_then(|v| Summary::of(v)).map(|s| s.min);
+    let lowest_on_cpu =
+        |k: &MempoolKey| d.on_cpu.get(k).and_then(|v| Summary::of(v)).map(|s| s.min);
     let mut disturbed = 0;
     for (row, by_handler, on_cpu) in mrows
         .iter()
@@ -278,7 +329,8 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         .chain(erows.iter().map(|(k, r)| (r, &d.e2e[k], None)))
     {
         let Some(t) = row.target else { continue };
-        let range = round_ratio_range(by_handler, OURS).map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
+        let range = round_ratio_range(by_handler, OURS)
+            .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
         let sp_sc = summary(by_handler, "ring_sp_sc")
             .zip(summary(by_handler, BASELINE))
             .map(|(s, b)| s.median / b.median);
@@ -302,7 +354,11 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
             t.reference
         );
     }
-    let all: Vec<&Row> = mrows.iter().map(|(_, r)| r).chain(erows.iter().map(|(_, r)| r)).collect();
+    let all: Vec<&Row> = mrows
+        .iter()
+        .map(|(_, r)| r)
+        .chain(erows.iter().map(|(_, r)| r))
+        .collect();
     let count = |v: Verdict| all.iter().filter(|r| r.verdict == Some(v)).count();
     let _ = writeln!(
         w,
@@ -324,11 +380,17 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         );
     }
     if let Some(svg) = svg_name {
-        let _ = writeln!(w, "![ratio of ptr_ring to ring_mp_mc per configuration, with targets]({svg})\n");
+        let _ = writeln!(
+            w,
+            "![ratio of ptr_ring to ring_mp_mc per configuration, with targets]({svg})\n"
+        );
     }
 
     // rte_mempool API.
-    let _ = writeln!(w, "## `rte_mempool_get_bulk` / `rte_mempool_put_bulk` (`mempool_bench`)\n");
+    let _ = writeln!(
+        w,
+        "## `rte_mempool_get_bulk` / `rte_mempool_put_bulk` (`mempool_bench`)\n"
+    );
     let _ = writeln!(w, "```\n{}\n```\n", meta(d, "mempool_cmd"));
     let _ = writeln!(
         w,
@@ -365,14 +427,25 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         let m = &d.mempool[k];
         let _ = write!(w, "| {} |", row.label);
         for h in &hs {
-            let _ = write!(w, " {} |", summary(m, h).map_or("-".into(), |s| fmt_rate(&s, 1e6, 1)));
+            let _ = write!(
+                w,
+                " {} |",
+                summary(m, h).map_or("-".into(), |s| fmt_rate(&s, 1e6, 1))
+            );
         }
         for h in hs.iter().filter(|h| *h != BASELINE) {
-            let r = summary(m, h).zip(summary(m, BASELINE)).map(|(s, b)| s.median / b.median);
-            let range = round_ratio_range(m, h).map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
+            let r = summary(m, h)
+                .zip(summary(m, BASELINE))
+                .map(|(s, b)| s.median / b.median);
+            let range = round_ratio_range(m, h)
+                .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
             let _ = write!(w, " {}{range} |", fmt_ratio(r));
         }
-        let lowest = d.on_cpu.get(k).and_then(|v| Summary::of(v)).map_or("-".into(), |s| format!("{:.0}%", s.min * 100.0));
+        let lowest = d
+            .on_cpu
+            .get(k)
+            .and_then(|v| Summary::of(v))
+            .map_or("-".into(), |s| format!("{:.0}%", s.min * 100.0));
         let _ = writeln!(
             w,
             " {} | {} | {lowest} |",
@@ -391,21 +464,39 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     );
     let tsc_ghz: f64 = meta(d, "tsc_ghz").parse().unwrap_or(0.0);
     if tsc_ghz > 0.0 {
-        let _ = writeln!(w, "| configuration | {} |", hs.iter().map(|h| format!("{h} cycles/object")).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(
+            w,
+            "| configuration | {} |",
+            hs.iter()
+                .map(|h| format!("{h} cycles/object"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
         let _ = writeln!(w, "|---|{}", "---|".repeat(hs.len()));
         for (k, row) in mrows.iter().filter(|(k, _)| k.cache == 0) {
             let m = &d.mempool[k];
             // Both lcores do get+put in recycle; in handoff the work is split.
-            let lanes = if k.pattern == Pattern::Recycle { f64::from(k.lcores) } else { 1.0 };
+            let lanes = if k.pattern == Pattern::Recycle {
+                f64::from(k.lcores)
+            } else {
+                1.0
+            };
             let cells: Vec<String> = hs
                 .iter()
                 .map(|h| {
-                    let Some(s) = summary(m, h) else { return "-".into() };
+                    let Some(s) = summary(m, h) else {
+                        return "-".into();
+                    };
                     let wall = lanes * tsc_ghz * 1e9 / s.median;
                     let on_cpu: Vec<f64> = d
                         .cpu_cycles
                         .get(&(*k, h.clone()))
-                        .map(|v| v.iter().filter(|(r, _)| *r > 0.0).map(|(r, c)| lanes * tsc_ghz * 1e9 * c / r).collect())
+                        .map(|v| {
+                            v.iter()
+                                .filter(|(r, _)| *r > 0.0)
+                                .map(|(r, c)| lanes * tsc_ghz * 1e9 * c / r)
+                                .collect()
+                        })
                         .unwrap_or_default();
                     match Summary::of(&on_cpu).filter(|_| k.pattern == Pattern::Recycle) {
                         Some(c) => format!("{wall:.1} / {:.1}", c.median),
@@ -419,8 +510,16 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     }
 
     // End to end.
-    let _ = writeln!(w, "## End to end: dpdk-testpmd and l2fwd on two `net_null` ports\n");
-    let _ = writeln!(w, "```\n{}\n{}\n```\n", meta(d, "testpmd_cmd"), meta(d, "l2fwd_cmd"));
+    let _ = writeln!(
+        w,
+        "## End to end: dpdk-testpmd and l2fwd on two `net_null` ports\n"
+    );
+    let _ = writeln!(
+        w,
+        "```\n{}\n{}\n```\n",
+        meta(d, "testpmd_cmd"),
+        meta(d, "l2fwd_cmd")
+    );
     let _ = writeln!(
         w,
         "`net_null` RX allocates one mbuf per packet and TX frees it, so forwarding is bound by the \
@@ -450,11 +549,18 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         let m = &d.e2e[k];
         let _ = write!(w, "| {} |", row.label);
         for h in &hs {
-            let _ = write!(w, " {} |", summary(m, h).map_or("-".into(), |s| fmt_rate(&s, 1.0, 2)));
+            let _ = write!(
+                w,
+                " {} |",
+                summary(m, h).map_or("-".into(), |s| fmt_rate(&s, 1.0, 2))
+            );
         }
         for h in hs.iter().filter(|h| *h != BASELINE) {
-            let r = summary(m, h).zip(summary(m, BASELINE)).map(|(s, b)| s.median / b.median);
-            let range = round_ratio_range(m, h).map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
+            let r = summary(m, h)
+                .zip(summary(m, BASELINE))
+                .map(|(s, b)| s.median / b.median);
+            let range = round_ratio_range(m, h)
+                .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
             let _ = write!(w, " {}{range} |", fmt_ratio(r));
         }
         let _ = writeln!(
@@ -487,7 +593,10 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     }
 
     // Raw samples.
-    let _ = writeln!(w, "\n## Raw samples\n\n<details><summary>every round, in run order</summary>\n\n```");
+    let _ = writeln!(
+        w,
+        "\n## Raw samples\n\n<details><summary>every round, in run order</summary>\n\n```"
+    );
     for (k, m) in &d.mempool {
         for (h, v) in m {
             let s: Vec<String> = v.iter().map(|(_, r)| format!("{:.1}", r / 1e6)).collect();
@@ -497,7 +606,13 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     for (k, m) in &d.e2e {
         for (h, v) in m {
             let s: Vec<String> = v.iter().map(|(_, r)| format!("{r:.2}")).collect();
-            let _ = writeln!(w, "{:<26} {:<11} Mpps {}", format!("{} {}", k.app, k.variant), h, s.join(" "));
+            let _ = writeln!(
+                w,
+                "{:<26} {:<11} Mpps {}",
+                format!("{} {}", k.app, k.variant),
+                h,
+                s.join(" ")
+            );
         }
     }
     let _ = writeln!(w, "```\n\n</details>");
@@ -546,7 +661,12 @@ fn monitor_summary(d: &Data) -> String {
     let mut phases: BTreeSet<&str> = BTreeSet::new();
     for s in &busy {
         phases.insert(&s.phase);
-        let names: BTreeSet<&str> = s.procs.split(',').filter(|p| !p.is_empty()).map(|p| p.split(':').next().unwrap_or(p)).collect();
+        let names: BTreeSet<&str> = s
+            .procs
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split(':').next().unwrap_or(p))
+            .collect();
         for name in names {
             *who.entry(name.to_string()).or_default() += 1;
         }
@@ -610,14 +730,24 @@ fn svg(d: &Data) -> String {
                 s,
                 r#"<line x1="{gx:.1}" y1="{top}" x2="{gx:.1}" y2="{:.1}" stroke="{}" stroke-width="{}"/>"#,
                 top + row_h * rows.len() as f64,
-                if (g - 1.0).abs() < 1e-9 { "#333" } else if strong { "#bbb" } else { "#e4e4e4" },
+                if (g - 1.0).abs() < 1e-9 {
+                    "#333"
+                } else if strong {
+                    "#bbb"
+                } else {
+                    "#e4e4e4"
+                },
                 if (g - 1.0).abs() < 1e-9 { 1.5 } else { 1.0 }
             );
             let _ = writeln!(
                 s,
                 r##"<text x="{gx:.1}" y="{:.1}" text-anchor="middle" fill="#555">{}x</text>"##,
                 top + row_h * rows.len() as f64 + 16.0,
-                if g < 1.0 { format!("{g:.1}") } else { format!("{g:.0}") }
+                if g < 1.0 {
+                    format!("{g:.1}")
+                } else {
+                    format!("{g:.0}")
+                }
             );
         }
         v *= 10.0;
@@ -681,7 +811,9 @@ fn svg(d: &Data) -> String {
 }
 
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn main() -> ExitCode {
@@ -709,7 +841,11 @@ fn main() -> ExitCode {
     let svg_name = a.svg.as_ref().map(|p| {
         // The chart is referenced relative to the report.
         match (a.out.as_ref().and_then(|o| o.parent()), p.parent()) {
-            (Some(od), Some(sd)) if od == sd => p.file_name().map_or(p.display().to_string(), |f| f.to_string_lossy().into_owned()),
+            (Some(od), Some(sd)) if od == sd => {
+                p.file_name().map_or(p.display().to_string(), |f| {
+                    f.to_string_lossy().into_owned()
+                })
+            }
             _ => p.display().to_string(),
         }
     });
@@ -719,7 +855,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let notes = a.notes.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let notes = a
+        .notes
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
     let text = report(&d, notes.as_deref(), svg_name.as_deref());
     match &a.out {
         Some(p) => {
@@ -732,9 +871,19 @@ fn main() -> ExitCode {
         None => print!("{text}"),
     }
     // Verdicts on stderr, for the run's log.
-    for r in mempool_rows(&d).into_iter().map(|(_, r)| r).chain(e2e_rows(&d).into_iter().map(|(_, r)| r)) {
+    for r in mempool_rows(&d)
+        .into_iter()
+        .map(|(_, r)| r)
+        .chain(e2e_rows(&d).into_iter().map(|(_, r)| r))
+    {
         if let (Some(t), Some(v)) = (r.target, r.verdict) {
-            eprintln!("  {:<60} {:>8} target {:<26} {}", r.label, fmt_ratio(r.ratio), t.describe(), v.label());
+            eprintln!(
+                "  {:<60} {:>8} target {:<26} {}",
+                r.label,
+                fmt_ratio(r.ratio),
+                t.describe(),
+                v.label()
+            );
         }
     }
     ExitCode::SUCCESS

@@ -87,7 +87,9 @@ fn parse_opts() -> Opts {
         secs: 0.4,
         warmup: 0.05,
         pool_size: 8191,
-        handlers: ["ptr_ring", "ring_mp_mc", "stack", "ring_sp_sc"].map(String::from).to_vec(),
+        handlers: ["ptr_ring", "ring_mp_mc", "stack", "ring_sp_sc"]
+            .map(String::from)
+            .to_vec(),
         only: Vec::new(),
         csv: None,
         eal: Vec::new(),
@@ -106,11 +108,18 @@ fn parse_opts() -> Opts {
             "--secs" => o.secs = val(&mut args, &a),
             "--warmup" => o.warmup = val(&mut args, &a),
             "--pool-size" => o.pool_size = val(&mut args, &a),
-            "--handlers" => o.handlers = val::<String>(&mut args, &a).split(',').map(String::from).collect(),
+            "--handlers" => {
+                o.handlers = val::<String>(&mut args, &a)
+                    .split(',')
+                    .map(String::from)
+                    .collect()
+            }
             "--only" => {
                 let f: String = val(&mut args, &a);
                 for kv in f.split(',').filter(|s| !s.is_empty()) {
-                    let Some((k, v)) = kv.split_once('=') else { usage() };
+                    let Some((k, v)) = kv.split_once('=') else {
+                        usage()
+                    };
                     if !["pattern", "lcores", "cache", "bulk"].contains(&k) {
                         eprintln!("mempool_bench: unknown filter key {k:?}");
                         usage()
@@ -140,7 +149,11 @@ fn parse_opts() -> Opts {
 fn matrix(only: &[(String, String)]) -> Vec<MempoolKey> {
     let mut keys = Vec::new();
     for lcores in [1u32, 2] {
-        let patterns: &[Pattern] = if lcores == 1 { &[Pattern::Recycle] } else { &[Pattern::Recycle, Pattern::Handoff] };
+        let patterns: &[Pattern] = if lcores == 1 {
+            &[Pattern::Recycle]
+        } else {
+            &[Pattern::Recycle, Pattern::Handoff]
+        };
         for &pattern in patterns {
             for cache in [0u32, 256] {
                 for bulk in [1u32, 4, 32] {
@@ -214,7 +227,10 @@ fn tsc() -> u64 {
 
 /// CPU time of the calling thread, in ns.
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid out-parameter; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -341,8 +357,16 @@ impl Bench {
         }
         let name = CString::new("bench_handoff").expect("literal");
         // SAFETY: valid name; DPDK returns null with rte_errno on failure.
-        let ring = unsafe { sys::rte_ring_create(name.as_ptr(), HANDOFF_RING_SLOTS, sys::SOCKET_ID_ANY, RING_F_SP_SC) };
-        let ring = NonNull::new(ring).ok_or_else(|| format!("rte_ring_create: errno {}", sys::errno()))?;
+        let ring = unsafe {
+            sys::rte_ring_create(
+                name.as_ptr(),
+                HANDOFF_RING_SLOTS,
+                sys::SOCKET_ID_ANY,
+                RING_F_SP_SC,
+            )
+        };
+        let ring =
+            NonNull::new(ring).ok_or_else(|| format!("rte_ring_create: errno {}", sys::errno()))?;
         // SAFETY: plain EAL queries after rte_eal_init.
         let (main, hz) = unsafe { (sys::rte_get_main_lcore(), sys::rte_get_tsc_hz()) };
         // SAFETY: as above.
@@ -378,7 +402,13 @@ impl Bench {
         if two {
             // SAFETY: `job` outlives the launch: we wait for the worker below
             // before returning; the worker lcore is idle (WAIT state).
-            let r = unsafe { sys::rte_eal_remote_launch(Some(worker_entry), (&job as *const Job).cast_mut().cast(), self.worker) };
+            let r = unsafe {
+                sys::rte_eal_remote_launch(
+                    Some(worker_entry),
+                    (&job as *const Job).cast_mut().cast(),
+                    self.worker,
+                )
+            };
             if r != 0 {
                 return Err(format!("rte_eal_remote_launch: {r}"));
             }
@@ -403,7 +433,9 @@ impl Bench {
         // SAFETY: a live pool, no lcore is using it now.
         let (avail, size) = unsafe { (sys::rte_mempool_avail_count(mp), (*mp).size) };
         if avail != size {
-            return Err(format!("{handler} {key}: {avail} of {size} objects available after the run"));
+            return Err(format!(
+                "{handler} {key}: {avail} of {size} objects available after the run"
+            ));
         }
         let rate = |l: &Lane| {
             let cycles = l.cycles.load(Ordering::Relaxed).max(1) as f64;
@@ -418,7 +450,11 @@ impl Bench {
             (Pattern::Recycle, true) => rate(&job.lanes[0]) + rate(&job.lanes[1]),
             (Pattern::Handoff, _) => rate(&job.lanes[1]),
         };
-        let share = if two { on_cpu(&job.lanes[0]).min(on_cpu(&job.lanes[1])) } else { on_cpu(&job.lanes[0]) };
+        let share = if two {
+            on_cpu(&job.lanes[0]).min(on_cpu(&job.lanes[1]))
+        } else {
+            on_cpu(&job.lanes[0])
+        };
         Ok((total, share))
     }
 
@@ -427,7 +463,10 @@ impl Bench {
         let mut objs = [null_mut::<c_void>(); MAX_BULK];
         // SAFETY: both lanes have stopped: this thread is the only user of
         // the ring; every enqueue was exactly `bulk` objects from `mp`.
-        while unsafe { sys::rte_ring_dequeue_bulk(self.ring.as_ptr(), objs.as_mut_ptr(), bulk, null_mut()) } == bulk {
+        while unsafe {
+            sys::rte_ring_dequeue_bulk(self.ring.as_ptr(), objs.as_mut_ptr(), bulk, null_mut())
+        } == bulk
+        {
             // SAFETY: the objects came from `mp`.
             unsafe { sys::rte_mempool_put_bulk(mp, objs.as_mut_ptr(), bulk) };
         }
@@ -469,7 +508,13 @@ fn create_pool(handler: &str, cache: u32, n: u32) -> Result<NonNull<sys::rte_mem
         )
     })?;
     // SAFETY: a live pool; its ops index names a registered ops entry.
-    let used = unsafe { CStr::from_ptr((*sys::rte_mempool_get_ops((*mp.as_ptr()).ops_index)).name.as_ptr()) };
+    let used = unsafe {
+        CStr::from_ptr(
+            (*sys::rte_mempool_get_ops((*mp.as_ptr()).ops_index))
+                .name
+                .as_ptr(),
+        )
+    };
     if used.to_bytes() != handler.as_bytes() {
         return Err(format!("pool {name:?} uses ops {used:?}, not {handler:?}"));
     }
@@ -481,7 +526,8 @@ fn eal_init(args: &[String]) -> Result<(), String> {
         .chain(args.iter().cloned())
         .map(|a| CString::new(a).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let mut ptrs: Vec<*mut std::ffi::c_char> = owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
+    let mut ptrs: Vec<*mut std::ffi::c_char> =
+        owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
     // SAFETY: argc/argv are valid for the call; the strings are leaked below
     // because EAL may keep pointers into argv.
     let r = unsafe { sys::rte_eal_init(ptrs.len() as c_int, ptrs.as_mut_ptr()) };
@@ -577,13 +623,22 @@ fn run(o: &Opts, keys: &[MempoolKey]) -> Result<(), String> {
         for round in 1..=o.rounds {
             for h in &hs {
                 let (rate, on_cpu) = bench.measure(key, h, o.secs)?;
-                writeln!(out, "{}", Record::mempool_line(key, h, round, rate, on_cpu)).map_err(|e| e.to_string())?;
+                writeln!(out, "{}", Record::mempool_line(key, h, round, rate, on_cpu))
+                    .map_err(|e| e.to_string())?;
                 min_on_cpu = min_on_cpu.min(on_cpu);
                 samples.entry(h.as_str()).or_default().push(rate);
             }
         }
         out.flush().map_err(|e| e.to_string())?;
-        progress(i + 1, keys.len(), key, &hs, &samples, min_on_cpu, t0.elapsed().as_secs_f64());
+        progress(
+            i + 1,
+            keys.len(),
+            key,
+            &hs,
+            &samples,
+            min_on_cpu,
+            t0.elapsed().as_secs_f64(),
+        );
     }
     Ok(())
 }
@@ -598,17 +653,30 @@ fn progress(
     min_on_cpu: f64,
     elapsed: f64,
 ) {
-    let base = samples.get(BASELINE).and_then(|v| Summary::of(v)).map(|s| s.median);
+    let base = samples
+        .get(BASELINE)
+        .and_then(|v| Summary::of(v))
+        .map(|s| s.median);
     let mut line = format!("[{done:2}/{total}] {:<24}", key.to_string());
     for h in hs {
-        let Some(s) = samples.get(h.as_str()).and_then(|v| Summary::of(v)) else { continue };
-        line.push_str(&format!(" | {h} {:.1} M/s ({:.0}-{:.0})", s.median / 1e6, s.min / 1e6, s.max / 1e6));
+        let Some(s) = samples.get(h.as_str()).and_then(|v| Summary::of(v)) else {
+            continue;
+        };
+        line.push_str(&format!(
+            " | {h} {:.1} M/s ({:.0}-{:.0})",
+            s.median / 1e6,
+            s.min / 1e6,
+            s.max / 1e6
+        ));
         if let Some(b) = base.filter(|_| h.as_str() != BASELINE) {
             line.push_str(&format!(" {:.2}x", s.median / b));
         }
     }
     if min_on_cpu < 0.95 {
-        line.push_str(&format!("  (a lane ran only {:.0}% of a run)", min_on_cpu * 100.0));
+        line.push_str(&format!(
+            "  (a lane ran only {:.0}% of a run)",
+            min_on_cpu * 100.0
+        ));
     }
     eprintln!("{line}  [{elapsed:.0} s]");
 }

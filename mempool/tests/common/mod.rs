@@ -46,7 +46,11 @@ pub fn populated_pool(cfg: PoolConfig, lcore: u32) -> HeapPool {
     let n = cfg.objects;
     pool.register_chunk(chunk_spec(n)).expect("chunk fits");
     assert_conserved(&pool);
-    assert_eq!(pool.inflight(), n as i64, "registered objects are out until put");
+    assert_eq!(
+        pool.inflight(),
+        n as i64,
+        "registered objects are out until put"
+    );
     for i in 0..n {
         // SAFETY: single-threaded test, the only user of `lcore`.
         unsafe { pool.put(lcore, &[obj(i)]) }.expect("populate put");
