@@ -28,7 +28,10 @@
 //! round), so that slow phases of a shared machine hit all of them alike; it
 //! prints median/min/max ns per object and the per-round paired ratio
 //! ptr_ring vs each other contender, and for two threads the failed polls
-//! (producer found the ring full, consumer found it empty) per bulk.
+//! (producer found the ring full, consumer found it empty) per bulk and the
+//! cross-core cache-line round trip measured before each round (the host
+//! decides it, and every two-thread number scales with it). Results and
+//! analysis: `bench/RING-RESULTS.md`.
 //!
 //! Environment:
 //! * `RING_ROUNDS` (default 9; 0 skips the rounds pass; skipped as well under
@@ -45,7 +48,7 @@
 
 use std::ffi::{c_char, c_void, CString};
 use std::hint::{black_box, spin_loop};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -566,6 +569,40 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// Round trip of one cache line between [`PRODUCER_CPU`] and
+/// [`CONSUMER_CPU`] in ns (median of 5 runs of 10^4 round trips): the
+/// machine's cost of moving a line between the two cores at that moment,
+/// the unit every two-thread result is built of.
+fn cross_core_round_trip() -> f64 {
+    const N: u64 = 10_000;
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    let mut runs: Vec<f64> = (0..5)
+        .map(|_| {
+            let line = Line(AtomicU64::new(0));
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    pin(CONSUMER_CPU);
+                    for i in 0..N {
+                        // Acquire/Release: a plain ping-pong; the orderings
+                        // only keep the loop honest.
+                        while line.0.load(Ordering::Acquire) != 2 * i + 1 {}
+                        line.0.store(2 * i + 2, Ordering::Release);
+                    }
+                });
+                pin(PRODUCER_CPU);
+                let t0 = Instant::now();
+                for i in 0..N {
+                    line.0.store(2 * i + 1, Ordering::Release);
+                    while line.0.load(Ordering::Acquire) != 2 * i + 2 {}
+                }
+                t0.elapsed().as_nanos() as f64 / N as f64
+            })
+        })
+        .collect();
+    median(&mut runs)
+}
+
 /// The rounds pass: each configuration, `rounds` rounds, every contender once
 /// per round in an order that rotates by one each round.
 fn rounds(set: &Contenders, rounds: usize) {
@@ -579,16 +616,30 @@ fn rounds(set: &Contenders, rounds: usize) {
     println!("\n## rounds: {rounds} rounds per configuration, contender order rotating\n");
     for (threads, bulk) in [(1, 1), (1, 32), (2, 1), (2, 32)] {
         let mut samples: Vec<Vec<Sample>> = (0..m).map(|_| Vec::new()).collect();
+        let mut rtt = Vec::new();
         for round in 0..rounds {
+            if threads == 2 {
+                rtt.push(cross_core_round_trip());
+            }
             for k in 0..m {
                 let i = (round + k) % m;
                 samples[i].push(measure(runners[i], threads, bulk));
             }
         }
         println!("### {threads} thread(s), bulk {bulk}\n");
+        if !rtt.is_empty() {
+            let med = median(&mut rtt);
+            println!(
+                "cross-core cache-line round trip before each round: median {med:.0} ns \
+                 (min {:.0}, max {:.0})\n",
+                rtt[0],
+                rtt[rtt.len() - 1]
+            );
+        }
         println!(
-            "| contender | median ns/obj | min | max | median Mobj/s | ptr_ring speed-up \
-             (median of per-round ratios) | full polls/put | empty polls/get | preempted runs |"
+            "| contender | median ns/obj | min | max | median Mobj/s | ptr_ring speed-up: \
+             median of per-round ratios (min–max) | full polls/put | empty polls/get | \
+             runs with an involuntary context switch |"
         );
         println!("|---|---|---|---|---|---|---|---|---|");
         for i in 0..m {
@@ -599,14 +650,17 @@ fn rounds(set: &Contenders, rounds: usize) {
                 .map(|j| samples[i][j].ns / samples[0][j].ns)
                 .collect();
             let med = median(&mut ns);
+            let rmed = median(&mut ratio);
             println!(
-                "| {} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2}x | {:.2} | {:.2} | {}/{} |",
+                "| {} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2}x ({:.2}–{:.2}) | {:.2} | {:.2} | {}/{} |",
                 names[i],
                 med,
                 ns[0],
                 ns[ns.len() - 1],
                 1e3 / med,
-                median(&mut ratio),
+                rmed,
+                ratio[0],
+                ratio[ratio.len() - 1],
                 median(&mut col(&|s| s.put_polls)),
                 median(&mut col(&|s| s.get_polls)),
                 samples[i].iter().filter(|s| s.preempted > 0).count(),
@@ -643,10 +697,15 @@ fn profile(set: &Contenders, spec: &str) {
             all.push(measure(r, threads, bulk).ns);
         }
         let runs = all.len();
+        let med = median(&mut all);
         println!(
-            "profile {threads}t/{bulk}/{name}: {runs} runs, median {:.2} ns/obj",
-            median(&mut all)
+            "profile {threads}t/{bulk}/{name}: {runs} runs, ns/obj min {:.2} median {med:.2} max {:.2}",
+            all[0],
+            all[runs - 1]
         );
+        if std::env::var_os("RING_PROFILE_ALL").is_some() {
+            println!("{all:.2?}");
+        }
     });
     assert!(
         found,
@@ -666,6 +725,11 @@ fn main() {
         if pause { "do" } else { "do not" }
     );
     let set = Contenders::new(eal);
+    eprintln!(
+        "ring bench: ptr_ring header at {:p} ({} bytes)",
+        &*set.ours.0 as *const mempool::PtrRing,
+        mempool::RingLayout::for_capacity(RING_OBJS).map_or(0, |l| l.bytes)
+    );
     if let Ok(spec) = std::env::var("RING_PROFILE") {
         profile(&set, &spec);
         return;
