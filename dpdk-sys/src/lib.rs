@@ -17,7 +17,7 @@
 mod shim;
 
 pub use bindings::*;
-pub use shim::{errno, lcore_id, set_errno, socket_id};
+pub use shim::{errno, lcore_id, lcore_id_shim, set_errno, socket_id};
 
 /// Everything bindgen generated from `csrc/wrapper.h`.
 #[allow(

@@ -67,6 +67,29 @@ fn eal_pktmbuf_pool_on_ring_mp_mc() {
         0,
         "the thread that ran rte_eal_init is the main lcore"
     );
+    // The inlined TLS read agrees with DPDK's own inline function (through the
+    // C shim) on the main lcore, on a thread EAL does not know, and on one
+    // registered with rte_thread_register.
+    assert_eq!(lcore_id_shim(), 0);
+    let (plain, registered) = std::thread::spawn(|| {
+        let plain = (lcore_id(), lcore_id_shim());
+        // SAFETY: EAL is initialised; registers the calling thread.
+        let rc = unsafe { rte_thread_register() };
+        assert_eq!(rc, 0, "rte_thread_register failed: rte_errno {}", errno());
+        let registered = (lcore_id(), lcore_id_shim());
+        // SAFETY: the calling thread registered itself above.
+        unsafe { rte_thread_unregister() };
+        (plain, registered)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(plain, (u32::MAX, u32::MAX), "non-EAL thread: LCORE_ID_ANY");
+    assert_eq!(registered.0, registered.1);
+    assert_ne!(
+        registered.0,
+        u32::MAX,
+        "a registered thread gets an lcore id"
+    );
 
     let handlers = registered_ops();
     assert!(

@@ -77,18 +77,53 @@ pub(crate) const fn stride(cache_size: usize) -> usize {
     HEADER_BYTES + slots.div_ceil(CACHE_ALIGN) * CACHE_ALIGN
 }
 
-/// Copies `n` object pointers. The single object of DPDK's uncached calls
-/// is copied inline: a `memcpy` call with a run-time length would cost more
-/// than the rest of the fast path.
+/// Most objects [`copy_small`] copies: the inlined fast paths
+/// (`PoolCore::try_get_cached` / `try_put_cached`) take bulks up to this.
+pub(crate) const SMALL_MAX: usize = 8;
+
+/// Copies `n <= SMALL_MAX` object pointers inline, without a `memcpy` call:
+/// `n == 1` (DPDK's uncached single-object calls) as one move, `2..=8` as two
+/// overlapping fixed-size blocks (both blocks write the same values where
+/// they overlap). Has no call in it, so a fast path built on it needs no
+/// stack frame.
+///
+/// # Safety
+/// `n <= SMALL_MAX`; `src` is valid for `n` reads, `dst` for `n` writes, and
+/// they do not overlap.
+#[inline(always)]
+unsafe fn copy_small(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
+    // SAFETY: the caller's guarantee. Every arm touches only `src[..n]` and
+    // `dst[..n]`: the second block starts at `n - 2` (or `n - 4`), in range
+    // for the arm's `n`.
+    unsafe {
+        match n {
+            0 => {}
+            1 => dst.write(src.read()),
+            2..=4 => {
+                core::ptr::copy_nonoverlapping(src, dst, 2);
+                core::ptr::copy_nonoverlapping(src.add(n - 2), dst.add(n - 2), 2);
+            }
+            _ => {
+                debug_assert!(n <= SMALL_MAX);
+                core::ptr::copy_nonoverlapping(src, dst, 4);
+                core::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
+            }
+        }
+    }
+}
+
+/// Copies `n` object pointers: [`copy_small`] up to `SMALL_MAX` (a `memcpy`
+/// call with a run-time length would cost more than the rest of the fast
+/// path), `memcpy` above.
 ///
 /// # Safety
 /// `src` is valid for `n` reads, `dst` for `n` writes, and they do not overlap.
 #[inline(always)]
 unsafe fn copy_objs(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
-    // SAFETY: the caller's guarantee; both arms copy exactly `n` pointers.
+    // SAFETY: the caller's guarantee; `copy_small` only for `n <= SMALL_MAX`.
     unsafe {
-        if n == 1 {
-            dst.write(src.read());
+        if n <= SMALL_MAX {
+            copy_small(src, dst, n);
         } else {
             core::ptr::copy_nonoverlapping(src, dst, n);
         }
@@ -174,14 +209,39 @@ impl LcoreCache {
     /// The caller is the owner (no other thread touches this cache now).
     #[inline(always)]
     pub(crate) unsafe fn try_put(&self, objs: &[*mut c_void]) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { self.try_put_with(objs, copy_objs) }
+    }
+
+    /// [`try_put`](LcoreCache::try_put) for at most [`SMALL_MAX`] objects
+    /// (more: returns `false`), with no call in it.
+    ///
+    /// # Safety
+    /// The caller is the owner.
+    #[inline(always)]
+    pub(crate) unsafe fn try_put_small(&self, objs: &[*mut c_void]) -> bool {
+        if objs.len() > SMALL_MAX {
+            return false;
+        }
+        // SAFETY: forwarded contract; `copy_small` gets `n <= SMALL_MAX`.
+        unsafe { self.try_put_with(objs, copy_small) }
+    }
+
+    #[inline(always)]
+    unsafe fn try_put_with(
+        &self,
+        objs: &[*mut c_void],
+        copy: unsafe fn(*const *mut c_void, *mut *mut c_void, usize),
+    ) -> bool {
         let w = self.word();
         let len = (w & LEN_MASK) as usize;
         let n = objs.len();
         if len + n > self.limit() {
             return false;
         }
-        // SAFETY: `len + n <= limit <= cache_size` slots exist; owner-only.
-        unsafe { copy_objs(objs.as_ptr(), self.slots().add(len), n) };
+        // SAFETY: `len + n <= limit <= cache_size` slots exist; owner-only;
+        // `copy` is `copy_small` only when `n <= SMALL_MAX`.
+        unsafe { copy(objs.as_ptr(), self.slots().add(len), n) };
         self.store(w, len + n, 0);
         owner_add(&self.release, n);
         true
@@ -194,14 +254,39 @@ impl LcoreCache {
     /// The caller is the owner.
     #[inline(always)]
     pub(crate) unsafe fn try_get(&self, out: &mut [*mut c_void]) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { self.try_get_with(out, copy_objs) }
+    }
+
+    /// [`try_get`](LcoreCache::try_get) for at most [`SMALL_MAX`] objects
+    /// (more: returns `false`), with no call in it.
+    ///
+    /// # Safety
+    /// The caller is the owner.
+    #[inline(always)]
+    pub(crate) unsafe fn try_get_small(&self, out: &mut [*mut c_void]) -> bool {
+        if out.len() > SMALL_MAX {
+            return false;
+        }
+        // SAFETY: forwarded contract; `copy_small` gets `n <= SMALL_MAX`.
+        unsafe { self.try_get_with(out, copy_small) }
+    }
+
+    #[inline(always)]
+    unsafe fn try_get_with(
+        &self,
+        out: &mut [*mut c_void],
+        copy: unsafe fn(*const *mut c_void, *mut *mut c_void, usize),
+    ) -> bool {
         let w = self.word();
         let len = (w & LEN_MASK) as usize;
         let n = out.len();
         if n > len {
             return false;
         }
-        // SAFETY: slots `[len - n, len)` hold objects; owner-only.
-        unsafe { copy_objs(self.slots().add(len - n), out.as_mut_ptr(), n) };
+        // SAFETY: slots `[len - n, len)` hold objects; owner-only; `copy`
+        // is `copy_small` only when `n <= SMALL_MAX`.
+        unsafe { copy(self.slots().add(len - n), out.as_mut_ptr(), n) };
         self.store(w, len - n, n);
         true
     }
@@ -304,5 +389,25 @@ impl LcoreCache {
         ring.enqueue_bulk(top)?;
         self.set_len(keep);
         Ok(len - keep)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Every size class of `copy_objs` (and so of `copy_small`) copies exactly `n` pointers: nothing
+    /// missed, nothing written past `n`, nothing read past `n` changes the result.
+    #[test]
+    fn copy_objs_copies_exactly_n() {
+        for n in 0..=20usize {
+            let src: Vec<*mut c_void> = (0..24).map(|i| (0x1000 + i * 8) as *mut c_void).collect();
+            let guard = 0xdead_0000usize as *mut c_void;
+            let mut dst = vec![guard; 24];
+            // SAFETY: both buffers hold 24 >= n pointers and do not overlap.
+            unsafe { copy_objs(src.as_ptr(), dst.as_mut_ptr(), n) };
+            assert_eq!(&dst[..n], &src[..n], "n = {n}");
+            assert!(dst[n..].iter().all(|&p| p == guard), "wrote past n = {n}");
+        }
     }
 }

@@ -61,6 +61,10 @@ struct Header {
     /// Release-stored last in `init`; pairs with the Acquire load in `attach`.
     magic: AtomicU64,
     max_lcores: usize,
+    /// `max_lcores` without validation, 0 with it: the one bound the inlined
+    /// fast paths check (`try_get_cached`), so validation mode costs them no
+    /// extra branch.
+    fast_lcores: usize,
     caches_offset: usize,
     lcore_stride: usize,
     ring_offset: usize,
@@ -168,6 +172,11 @@ impl PoolCore {
                 hdr: CachePadded::new(Header {
                     magic: AtomicU64::new(0),
                     max_lcores: cfg.max_lcores as usize,
+                    fast_lcores: if cfg.validate {
+                        0
+                    } else {
+                        cfg.max_lcores as usize
+                    },
                     caches_offset: layout.caches_offset,
                     lcore_stride: layout.lcore_stride,
                     ring_offset: layout.ring_offset,
@@ -271,14 +280,36 @@ impl PoolCore {
         if i >= self.hdr.max_lcores {
             return None;
         }
-        // SAFETY: `i < max_lcores`, and `init` placed `max_lcores` caches
-        // `lcore_stride` bytes apart from `caches_offset`.
-        Some(unsafe {
+        // SAFETY: just checked.
+        Some(unsafe { self.cache_at(i) })
+    }
+
+    /// The cache of lcore index `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < max_lcores`.
+    #[inline(always)]
+    unsafe fn cache_at(&self, i: usize) -> &LcoreCache {
+        // SAFETY: `i < max_lcores` (caller), and `init` placed `max_lcores`
+        // caches `lcore_stride` bytes apart from `caches_offset`.
+        unsafe {
             &*self
                 .base()
                 .add(self.hdr.caches_offset + i * self.hdr.lcore_stride)
                 .cast::<LcoreCache>()
-        })
+        }
+    }
+
+    /// [`cache`](PoolCore::cache) for the inlined fast paths: `None` also in
+    /// validation mode (every operation must then take the checked path).
+    #[inline(always)]
+    fn fast_cache(&self, lcore: u32) -> Option<&LcoreCache> {
+        let i = lcore as usize;
+        if i >= self.hdr.fast_lcores {
+            return None;
+        }
+        // SAFETY: `i < fast_lcores <= max_lcores`.
+        Some(unsafe { self.cache_at(i) })
     }
 
     fn caches(&self) -> impl Iterator<Item = &LcoreCache> + Clone {
@@ -404,9 +435,14 @@ impl PoolCore {
                     buf[k] = o;
                     k += 1;
                     if k == VALIDATE_BATCH {
+                        // Keep the newest accepted object back: while one
+                        // object of this call is still out, the pool cannot
+                        // reach inflight 0 and be released under the rest
+                        // of the loop (which still reads the validator).
                         // SAFETY: forwarded caller contract.
-                        unsafe { self.put_checked_batch(lcore, &buf[..k]) }?;
-                        k = 0;
+                        unsafe { self.put_checked_batch(lcore, &buf[..k - 1]) }?;
+                        buf[0] = buf[k - 1];
+                        k = 1;
                     }
                 }
                 Err(kind) => {
@@ -416,8 +452,13 @@ impl PoolCore {
                 }
             }
         }
-        // SAFETY: forwarded caller contract.
-        unsafe { self.put_checked_batch(lcore, &buf[..k]) }?;
+        // The last touch of the pool: once these are back a concurrent
+        // deferred release may free it (see `Shutdown`). Nothing is put when
+        // every object was rejected.
+        if k > 0 {
+            // SAFETY: forwarded caller contract.
+            unsafe { self.put_checked_batch(lcore, &buf[..k]) }?;
+        }
         match first {
             None => Ok(()),
             Some((kind, o)) => Err(PoolError::Rejected {
@@ -486,6 +527,67 @@ impl PoolCore {
                 }
             },
             None => self.get_ring(out),
+        }
+    }
+
+    /// The get fast path alone, for a caller that wants it inlined into its
+    /// own entry point: pops `out.len()` objects (at most 8; the copy is
+    /// inline, with no call) from lcore `lcore`'s cache when validation is
+    /// off and the cache holds enough. Returns `false`,
+    /// having changed nothing, in every other case; the caller then calls
+    /// [`get`](PoolCore::get), which handles them all.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    #[inline(always)]
+    pub unsafe fn try_get_cached(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) => unsafe { c.try_get_small(out) },
+            None => false,
+        }
+    }
+
+    /// [`try_get_cached`](PoolCore::try_get_cached) for any bulk size: the
+    /// copy of more than 8 objects is a `memcpy` call.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    #[inline(always)]
+    pub unsafe fn try_get_cached_bulk(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) => unsafe { c.try_get(out) },
+            None => false,
+        }
+    }
+
+    /// [`try_put_cached`](PoolCore::try_put_cached) for any bulk size.
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_cached_bulk(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) => unsafe { c.try_put(objs) },
+            None => false,
+        }
+    }
+
+    /// The put fast path alone (see [`try_get_cached`](PoolCore::try_get_cached)):
+    /// pushes `objs` (at most 8) onto lcore `lcore`'s cache when validation
+    /// is off and they fit under its limit; otherwise returns `false`, having changed
+    /// nothing, and the caller calls [`put`](PoolCore::put).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_cached(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) => unsafe { c.try_put_small(objs) },
+            None => false,
         }
     }
 

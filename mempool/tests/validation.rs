@@ -151,6 +151,28 @@ fn valid_objects_in_a_mixed_bulk_are_accepted() {
     assert_exactly_once(&pool);
 }
 
+/// Bulks of exactly one, two and three internal batches (the put keeps the
+/// newest accepted object back until the end, so a concurrent release can
+/// never free the pool under the rest of the loop): everything is accepted,
+/// nothing is duplicated, on a cached lcore and on the ring path.
+#[test]
+fn whole_batches_are_accepted_exactly_once() {
+    let pool = populated_pool(cfg(true), 0);
+    for n in [32usize, 64, 96, 33, 31] {
+        for lcore in [1u32, u32::MAX] {
+            let mut o = vec![null_mut(); n];
+            pool.get_any(&mut o).unwrap();
+            assert_eq!(pool.inflight(), n as i64);
+            // SAFETY: single thread.
+            unsafe { pool.put(lcore, &o) }.unwrap();
+            assert_eq!(pool.inflight(), 0, "n = {n}, lcore = {lcore}");
+            assert!(o.iter().all(|&p| pool.is_home(p) == Some(true)));
+            assert_exactly_once(&pool);
+        }
+    }
+    assert_eq!(pool.stats().rejected, RejectStats::default());
+}
+
 #[test]
 fn racing_double_free_accepts_exactly_one() {
     let pool = Arc::new(populated_pool(cfg(true), u32::MAX));

@@ -168,6 +168,10 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
     });
 }
 
+/// `ops->enqueue`. The fast path (up to 8 objects pushed onto the calling
+/// lcore's own cache, see `PoolCore::try_put_cached`) is inlined here: no
+/// call, no stack frame; everything else, larger bulks included (their
+/// `memcpy` call amortised), goes through [`enqueue_slow`].
 unsafe extern "C" fn enqueue(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
@@ -175,25 +179,64 @@ unsafe extern "C" fn enqueue(
 ) -> c_int {
     guard("enqueue", || {
         // SAFETY: DPDK passes its own mempool.
-        let z = match unsafe { zone::attach(mp) } {
-            Ok(z) => z,
-            Err(e) => return report(mp, "enqueue", &e),
-        };
-        // SAFETY: DPDK passes `n` valid object pointers.
-        let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
-        // Relaxed: a hint for `free`; see ZoneHeader. Done before the put:
-        // once the last buffer is back a deferred release may free the zone,
-        // so the put must be our last touch of it.
-        if z.header.trailing_get_failures.load(Ordering::Relaxed) != 0 {
-            z.header.trailing_get_failures.store(0, Ordering::Relaxed);
+        if let Some(z) = unsafe { zone::attach_fast(mp) } {
+            // Cleared before the put: once the last buffer is back a
+            // deferred release may free the zone, so the put must be our
+            // last touch of it.
+            z.header.clear_trailing_failures();
+            // SAFETY: DPDK passes `n` valid object pointers; `lcore_id()` is
+            // the calling thread's own lcore id (DPDK's one thread per lcore
+            // rule makes it the cache's owner).
+            if unsafe {
+                z.core.try_put_cached(
+                    sys::lcore_id(),
+                    core::slice::from_raw_parts(objs, n as usize),
+                )
+            } {
+                return 0;
+            }
         }
-        // SAFETY: `lcore_id()` is the calling thread's own lcore id (or
-        // LCORE_ID_ANY, which bypasses the caches).
-        match unsafe { z.core.put(sys::lcore_id(), objs) } {
-            Ok(()) => 0,
-            Err(e) => put_failed(mp, e),
-        }
+        // SAFETY: forwarded DPDK arguments.
+        unsafe { enqueue_bulk(mp, objs, n) }
     })
+}
+
+/// The cache fast path for bulks above 8 objects (their `memcpy` call kept
+/// out of [`enqueue`]), then [`enqueue_slow`].
+#[inline(never)]
+unsafe fn enqueue_bulk(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    if let Some(z) = unsafe { zone::attach_fast(mp) } {
+        // SAFETY: as in `enqueue` (the hint was cleared there).
+        if unsafe {
+            z.core.try_put_cached_bulk(
+                sys::lcore_id(),
+                core::slice::from_raw_parts(objs, n as usize),
+            )
+        } {
+            return 0;
+        }
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// Every enqueue the cache fast path did not take: a full or closed cache,
+/// a caller without an lcore id, validation mode, or a pool that is not ours.
+#[inline(never)]
+unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    let z = match unsafe { zone::attach(mp) } {
+        Ok(z) => z,
+        Err(e) => return report(mp, "enqueue", &e),
+    };
+    // SAFETY: DPDK passes `n` valid object pointers.
+    let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
+    // SAFETY: as in `enqueue`.
+    match unsafe { z.core.put(sys::lcore_id(), objs) } {
+        Ok(()) => 0,
+        Err(e) => put_failed(mp, e),
+    }
 }
 
 #[cold]
@@ -202,6 +245,7 @@ fn put_failed(mp: *mut sys::rte_mempool, e: PoolError) -> c_int {
     report(mp, "enqueue", &GlueError::Core(e))
 }
 
+/// `ops->dequeue`; fast path inlined as in [`enqueue`].
 unsafe extern "C" fn dequeue(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
@@ -209,24 +253,63 @@ unsafe extern "C" fn dequeue(
 ) -> c_int {
     guard("dequeue", || {
         // SAFETY: DPDK passes its own mempool.
-        let z = match unsafe { zone::attach(mp) } {
-            Ok(z) => z,
-            Err(e) => return report(mp, "dequeue", &e),
-        };
-        // SAFETY: DPDK passes room for `n` object pointers.
-        let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
-        // SAFETY: as in `enqueue`.
-        match unsafe { z.core.get(sys::lcore_id(), out) } {
-            Ok(()) => {
-                // Relaxed: a hint for `free`; see ZoneHeader.
-                if z.header.trailing_get_failures.load(Ordering::Relaxed) != 0 {
-                    z.header.trailing_get_failures.store(0, Ordering::Relaxed);
-                }
-                0
+        if let Some(z) = unsafe { zone::attach_fast(mp) } {
+            // SAFETY: DPDK passes room for `n` object pointers; the lcore id
+            // as in `enqueue`.
+            if unsafe {
+                z.core.try_get_cached(
+                    sys::lcore_id(),
+                    core::slice::from_raw_parts_mut(objs, n as usize),
+                )
+            } {
+                z.header.clear_trailing_failures();
+                return 0;
             }
-            Err(e) => get_failed(mp, &z, e),
         }
+        // SAFETY: forwarded DPDK arguments.
+        unsafe { dequeue_bulk(mp, objs, n) }
     })
+}
+
+/// The cache fast path for bulks above 8 objects, then [`dequeue_slow`].
+#[inline(never)]
+unsafe fn dequeue_bulk(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    if let Some(z) = unsafe { zone::attach_fast(mp) } {
+        // SAFETY: as in `dequeue`.
+        if unsafe {
+            z.core.try_get_cached_bulk(
+                sys::lcore_id(),
+                core::slice::from_raw_parts_mut(objs, n as usize),
+            )
+        } {
+            z.header.clear_trailing_failures();
+            return 0;
+        }
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// Every dequeue the cache fast path did not serve: a refill, a caller
+/// without an lcore id, validation mode, or a pool that is not ours.
+#[inline(never)]
+unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    let z = match unsafe { zone::attach(mp) } {
+        Ok(z) => z,
+        Err(e) => return report(mp, "dequeue", &e),
+    };
+    // SAFETY: DPDK passes room for `n` object pointers.
+    let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
+    // SAFETY: as in `enqueue`.
+    match unsafe { z.core.get(sys::lcore_id(), out) } {
+        Ok(()) => {
+            z.header.clear_trailing_failures();
+            0
+        }
+        Err(e) => get_failed(mp, &z, e),
+    }
 }
 
 #[cold]

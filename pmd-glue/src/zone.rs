@@ -37,6 +37,20 @@ pub struct ZoneHeader {
 
 const _: () = assert!(core::mem::size_of::<ZoneHeader>() == HEADER_BYTES);
 
+impl ZoneHeader {
+    /// A successful get or put ends a run of failed gets. Written only when
+    /// set, so the common case is one load from the line that holds the
+    /// magic (read anyway).
+    #[inline(always)]
+    pub fn clear_trailing_failures(&self) {
+        // Relaxed: a hint for `ops::free`, which reads it after the
+        // mempool library's take-back loop on the same thread.
+        if self.trailing_get_failures.load(Ordering::Relaxed) != 0 {
+            self.trailing_get_failures.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A pool's handler state as seen through `mp->pool_data`.
 pub struct Zone<'a> {
     /// The header.
@@ -130,6 +144,39 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
         let header = &*base.cast::<ZoneHeader>();
         let core = PoolCore::attach(NonNull::new_unchecked(base.add(HEADER_BYTES)))?;
         Ok(Zone { header, core })
+    }
+}
+
+/// [`attach`] for the get/put fast path: the same zone check (null and
+/// magic, the first word of `pool_data`), inlined, and the core found at its
+/// fixed offset without re-checking the core's own magic: `create` stores
+/// the zone magic (Release) only after `PoolCore::init` has finished, so a
+/// matching zone magic, read with Acquire, already proves an initialised
+/// core. `None` wherever [`attach`] would fail; the caller then takes its
+/// slow path, which calls [`attach`] and reports the error.
+///
+/// # Safety
+/// As for [`attach`].
+#[inline(always)]
+pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
+    // SAFETY: per the caller's contract.
+    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<u8>();
+    if base.is_null() {
+        return None;
+    }
+    // SAFETY: at least 8 readable bytes at `base` (caller's contract).
+    // Acquire pairs with the Release store of the magic in `create`.
+    let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
+    if magic != ZONE_MAGIC {
+        return None;
+    }
+    // SAFETY: the magic proves `create` initialised the header and, before
+    // storing the magic, the core at HEADER_BYTES.
+    unsafe {
+        Some(Zone {
+            header: &*base.cast::<ZoneHeader>(),
+            core: &*base.add(HEADER_BYTES).cast::<PoolCore>(),
+        })
     }
 }
 

@@ -26,7 +26,13 @@ const BASELINE: &str = "ring_mp_mc";
 const DISTURBED: f64 = 0.9;
 const OURS: &str = "ptr_ring";
 /// Handler columns, in table order (those present).
-const HANDLER_ORDER: &[&str] = &["ring_mp_mc", "ptr_ring", "stack", "ring_sp_sc"];
+const HANDLER_ORDER: &[&str] = &[
+    "ring_mp_mc",
+    "ptr_ring",
+    "stack",
+    "ring_sp_sc",
+    "floor_lifo",
+];
 
 struct Args {
     dir: PathBuf,

@@ -9,9 +9,12 @@
 //!   --secs S          seconds per handler per round (default 0.4)
 //!   --warmup S        untimed seconds per handler before round 1 (default 0.05)
 //!   --pool-size N     mbufs per pool (default 8191)
-//!   --handlers A,B    handlers to compare (default ptr_ring,ring_mp_mc,stack,ring_sp_sc;
-//!                     ring_sp_sc only runs where a single producer and a single
-//!                     consumer touch the handler: 1 lcore, or the handoff pattern)
+//!   --handlers A,B    handlers to compare (default ptr_ring,ring_mp_mc,stack,ring_sp_sc,
+//!                     floor_lifo; ring_sp_sc only runs where a single producer and a
+//!                     single consumer touch the handler: 1 lcore, or the handoff
+//!                     pattern; floor_lifo, an unsynchronised single-thread stack
+//!                     registered by this binary as the ops interface's cost floor,
+//!                     only on 1 lcore)
 //!   --only FILTER     e.g. pattern=recycle,lcores=1,cache=0,bulk=1 (any subset)
 //!   --csv PATH        append the CSV lines there instead of stdout
 //! ```
@@ -87,9 +90,15 @@ fn parse_opts() -> Opts {
         secs: 0.4,
         warmup: 0.05,
         pool_size: 8191,
-        handlers: ["ptr_ring", "ring_mp_mc", "stack", "ring_sp_sc"]
-            .map(String::from)
-            .to_vec(),
+        handlers: [
+            "ptr_ring",
+            "ring_mp_mc",
+            "stack",
+            "ring_sp_sc",
+            "floor_lifo",
+        ]
+        .map(String::from)
+        .to_vec(),
         only: Vec::new(),
         csv: None,
         eal: Vec::new(),
@@ -181,7 +190,11 @@ fn matrix(only: &[(String, String)]) -> Vec<MempoolKey> {
 
 /// Whether `handler` may serve `key`: `ring_sp_sc` only where one lcore
 /// enqueues into it and one dequeues (at most one of each).
+/// The single-thread ruler `floor_lifo` only on one lcore.
 fn handler_fits(handler: &str, key: &MempoolKey) -> bool {
+    if handler == bench::floor::NAME {
+        return key.lcores == 1;
+    }
     !handler.ends_with("sp_sc") || key.lcores == 1 || key.pattern == Pattern::Handoff
 }
 
@@ -544,6 +557,12 @@ fn main() -> ExitCode {
     if keys.is_empty() {
         eprintln!("mempool_bench: the filter selects no configuration");
         return ExitCode::from(2);
+    }
+    if o.handlers.iter().any(|h| h == bench::floor::NAME) {
+        if let Err(e) = bench::floor::register() {
+            eprintln!("mempool_bench: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     if let Err(e) = eal_init(&o.eal) {
         eprintln!("mempool_bench: {e}");
