@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command of the benchmarks: builds, waits for a quiet machine, runs
 #   1. mempool_bench: rte_mempool_get_bulk/put_bulk on ptr_ring, ring_mp_mc,
-#      stack (and ring_sp_sc where legal), handlers alternated round by round;
+#      stack (and ring_sp_sc where legal, and the floor_lifo ruler on one lcore),
+#      handlers alternated round by round;
 #   2. dpdk-testpmd io forwarding on two net_null ports, --mbcache=0 and the
 #      default cache, handlers alternated;
 #   3. DPDK's l2fwd example on the same ports, handlers alternated;

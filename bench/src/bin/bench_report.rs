@@ -323,7 +323,7 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     );
     let _ = writeln!(
         w,
-        "| configuration | ptr_ring / ring_mp_mc [round by round] | target | verdict | same run: stack, ring_sp_sc | issue's reference | lanes on CPU, lowest |"
+        "| configuration | ptr_ring / ring_mp_mc [round by round] | target | verdict | same run: stack, ring_sp_sc, floor_lifo | issue's reference | lanes on CPU, lowest |"
     );
     let _ = writeln!(w, "|---|---|---|---|---|---|---|");
     let lowest_on_cpu =
@@ -337,9 +337,12 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         let Some(t) = row.target else { continue };
         let range = round_ratio_range(by_handler, OURS)
             .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
-        let sp_sc = summary(by_handler, "ring_sp_sc")
-            .zip(summary(by_handler, BASELINE))
-            .map(|(s, b)| s.median / b.median);
+        let vs_base = |h: &str| {
+            summary(by_handler, h)
+                .zip(summary(by_handler, BASELINE))
+                .map(|(s, b)| s.median / b.median)
+        };
+        let (sp_sc, floor) = (vs_base("ring_sp_sc"), vs_base("floor_lifo"));
         let on_cpu = on_cpu.map_or("-".to_string(), |c| {
             if c < DISTURBED {
                 disturbed += 1;
@@ -350,13 +353,14 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         });
         let _ = writeln!(
             w,
-            "| {} | {}{range} | {} | {} | {}, {} | {} | {on_cpu} |",
+            "| {} | {}{range} | {} | {} | {}, {}, {} | {} | {on_cpu} |",
             row.label,
             fmt_ratio(row.ratio),
             t.describe(),
             row.verdict.map_or("no data", Verdict::label),
             fmt_ratio(row.stack),
             fmt_ratio(sp_sc),
+            fmt_ratio(floor),
             t.reference
         );
     }
