@@ -1,6 +1,11 @@
-//! Ring micro-benchmarks (issue 3, "Benchmarks"): the `mempool` ptr_ring next
+//! Ring micro-benchmarks (issue 3, "Benchmarks"): the `mempool` ptr_ring, in
+//! its default multi-producer/multi-consumer mode (`ptr_ring`, locks) and in
+//! its single-producer/single-consumer mode (`ptr_ring_spsc`, no locks), next
 //! to DPDK's `rte_ring` (SP/SC and MP/MC) and crossbeam's `ArrayQueue`, in the
-//! same process and run.
+//! same process and run. The honest pairs are `ptr_ring` vs `rte_mp_mc` and
+//! `ptr_ring_spsc` vs `rte_sp_sc`: each is used exactly as its mode allows
+//! (one producer thread and one consumer thread at a time in the SP/SC
+//! cases).
 //!
 //! * `ring_1t/<contender>/<bulk>`: one thread (pinned to CPU 0), one
 //!   enqueue of `bulk` objects followed by one dequeue of `bulk` objects per
@@ -15,7 +20,9 @@
 //!   after each failed try (`RING_PAUSE=0`: plain busy retry).
 //!
 //! Every contender holds about 1000 objects: ptr_ring capacity 1000 (1024
-//! slots, invalidation batch 16); `rte_ring_create(1024)` (1023 usable);
+//! slots, invalidation batch 16; `ptr_ring_spsc` the same layout with
+//! `with_single_producer(true).with_single_consumer(true)`);
+//! `rte_ring_create(1024)` (1023 usable);
 //! `ArrayQueue::new(1024)`. DPDK rings are driven through the explicit
 //! `sp/sc` and `mp/mc` bulk calls (no run-time sync-type switch) of rings
 //! created with `RING_F_SP_ENQ | RING_F_SC_DEQ` and `0` respectively. Those
@@ -26,8 +33,9 @@
 //! After criterion, a second pass ("rounds") measures every configuration
 //! again in rounds that alternate the contenders (the order rotates each
 //! round), so that slow phases of a shared machine hit all of them alike; it
-//! prints median/min/max ns per object and the per-round paired ratio
-//! ptr_ring vs each other contender, and for two threads the failed polls
+//! prints median/min/max ns per object and the per-round paired ratios of
+//! `ptr_ring` and of `ptr_ring_spsc` against every contender, and for two
+//! threads the failed polls
 //! (producer found the ring full, consumer found it empty) per bulk and the
 //! cross-core cache-line round trip measured before each round (the host
 //! decides it, and every two-thread number scales with it). Results and
@@ -38,7 +46,7 @@
 //!   criterion's `--list`, `--test` and `--profile-time`);
 //! * `RING_PROFILE=<1t|2t>/<bulk>/<contender>[/<seconds>]`: run only that one
 //!   configuration in a loop for the given time (default 5 s) and exit, for
-//!   `perf stat` / `valgrind` (e.g. `RING_PROFILE=2t/32/ptr_ring/5`);
+//!   `perf stat` / `valgrind` (e.g. `RING_PROFILE=2t/32/ptr_ring_spsc/5`);
 //! * `RING_PAUSE=0`: no `pause` after a failed try (default: pause, as a
 //!   kernel `cpu_relax()` / DPDK `rte_pause()` spin would);
 //! * `RING_EAL_ARGS`: EAL arguments replacing the default (memory arguments
@@ -56,7 +64,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use crossbeam_queue::ArrayQueue;
 use dpdk_sys as sys;
-use mempool::HeapRing;
+use mempool::{HeapRing, RingLayout};
 
 /// Objects each ring must hold (the selftest's `-s 1000`).
 const RING_OBJS: usize = 1000;
@@ -102,7 +110,8 @@ trait Contender: Sync {
     fn get(&self, out: &mut [*mut c_void]) -> u64;
 }
 
-/// This crate's ptr_ring (heap-backed), all-or-nothing bulks.
+/// This crate's ptr_ring (heap-backed), all-or-nothing bulks; the ring's
+/// mode (MP/MC or SP/SC) is set when it is built.
 struct Ours(HeapRing);
 
 impl Contender for Ours {
@@ -444,7 +453,10 @@ fn run_2t<R: Contender>(r: &R, bulk: usize, total: u64) -> PairRun {
 
 /// The rings of one run.
 struct Contenders {
+    /// MP/MC mode (producer and consumer locks), the default.
     ours: Ours,
+    /// SP/SC mode (no locks): DPDK's `RING_F_SP_ENQ | RING_F_SC_DEQ`.
+    ours_spsc: Ours,
     sp_sc: Option<RteSpSc>,
     mp_mc: Option<RteMpMc>,
     crossbeam: Crossbeam,
@@ -452,10 +464,18 @@ struct Contenders {
 
 impl Contenders {
     fn new(eal: bool) -> Contenders {
-        let ours = Ours(HeapRing::with_capacity(RING_OBJS).expect("ptr_ring of 1000"));
+        let layout = RingLayout::for_capacity(RING_OBJS).expect("ptr_ring of 1000");
+        let ours = Ours(HeapRing::new(layout));
+        // SAFETY: the SP/SC contenders run one producer and one consumer
+        // thread at most (the two-thread cases: one of each).
+        let spsc = unsafe { layout.with_single_producer(true).with_single_consumer(true) };
+        let ours_spsc = Ours(HeapRing::new(spsc));
         assert!(ours.0.capacity() >= RING_OBJS);
+        assert!(!ours.0.is_single_producer() && !ours.0.is_single_consumer());
+        assert!(ours_spsc.0.is_single_producer() && ours_spsc.0.is_single_consumer());
         Contenders {
             ours,
+            ours_spsc,
             sp_sc: eal
                 .then(|| RteRing::create("bench_sp_sc", RING_F_SP_ENQ | RING_F_SC_DEQ))
                 .flatten()
@@ -468,9 +488,11 @@ impl Contenders {
         }
     }
 
-    /// Calls `f` with every contender present, in a fixed order.
+    /// Calls `f` with every contender present, in a fixed order (the two
+    /// ptr_ring modes first: the rounds pass compares against them).
     fn each<'a>(&'a self, f: &mut dyn FnMut(&'static str, &'a dyn Runner)) {
         f("ptr_ring", &self.ours);
+        f("ptr_ring_spsc", &self.ours_spsc);
         if let Some(r) = &self.sp_sc {
             f("rte_sp_sc", r);
         }
@@ -638,29 +660,35 @@ fn rounds(set: &Contenders, rounds: usize) {
         }
         println!(
             "| contender | median ns/obj | min | max | median Mobj/s | ptr_ring speed-up: \
-             median of per-round ratios (min–max) | full polls/put | empty polls/get | \
-             runs with an involuntary context switch |"
+             median of per-round ratios (min–max) | ptr_ring_spsc speed-up (min–max) | \
+             full polls/put | empty polls/get | runs with an involuntary context switch |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+        // Speed-up of contender `base` over contender `i`: median (min–max)
+        // of the per-round ratios time(i) / time(base).
+        let speedup = |i: usize, base: usize| -> String {
+            let mut ratio: Vec<f64> = (0..rounds)
+                .map(|j| samples[i][j].ns / samples[base][j].ns)
+                .collect();
+            let rmed = median(&mut ratio);
+            format!("{rmed:.2}x ({:.2}–{:.2})", ratio[0], ratio[ratio.len() - 1])
+        };
+        let base = |name: &str| names.iter().position(|&n| n == name);
+        let (plain, spsc) = (base("ptr_ring"), base("ptr_ring_spsc"));
         for i in 0..m {
             let col =
                 |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { samples[i].iter().map(f).collect() };
             let mut ns = col(&|s| s.ns);
-            let mut ratio: Vec<f64> = (0..rounds)
-                .map(|j| samples[i][j].ns / samples[0][j].ns)
-                .collect();
             let med = median(&mut ns);
-            let rmed = median(&mut ratio);
             println!(
-                "| {} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2}x ({:.2}–{:.2}) | {:.2} | {:.2} | {}/{} |",
+                "| {} | {:.2} | {:.2} | {:.2} | {:.1} | {} | {} | {:.2} | {:.2} | {}/{} |",
                 names[i],
                 med,
                 ns[0],
                 ns[ns.len() - 1],
                 1e3 / med,
-                rmed,
-                ratio[0],
-                ratio[ratio.len() - 1],
+                plain.map_or("–".into(), |b| speedup(i, b)),
+                spsc.map_or("–".into(), |b| speedup(i, b)),
                 median(&mut col(&|s| s.put_polls)),
                 median(&mut col(&|s| s.get_polls)),
                 samples[i].iter().filter(|s| s.preempted > 0).count(),
@@ -709,7 +737,7 @@ fn profile(set: &Contenders, spec: &str) {
     });
     assert!(
         found,
-        "no contender {name} (ptr_ring, rte_sp_sc, rte_mp_mc, array_queue)"
+        "no contender {name} (ptr_ring, ptr_ring_spsc, rte_sp_sc, rte_mp_mc, array_queue)"
     );
 }
 
@@ -726,9 +754,10 @@ fn main() {
     );
     let set = Contenders::new(eal);
     eprintln!(
-        "ring bench: ptr_ring header at {:p} ({} bytes)",
+        "ring bench: ptr_ring header at {:p}, ptr_ring_spsc at {:p} ({} bytes each)",
         &*set.ours.0 as *const mempool::PtrRing,
-        mempool::RingLayout::for_capacity(RING_OBJS).map_or(0, |l| l.bytes)
+        &*set.ours_spsc.0 as *const mempool::PtrRing,
+        RingLayout::for_capacity(RING_OBJS).map_or(0, |l| l.bytes)
     );
     if let Ok(spec) = std::env::var("RING_PROFILE") {
         profile(&set, &spec);

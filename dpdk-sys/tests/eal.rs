@@ -45,8 +45,8 @@ fn registered_ops() -> Vec<String> {
     let table = unsafe { &*ptr::addr_of!(rte_mempool_ops_table) };
     table.ops[..table.num_ops as usize]
         .iter()
-        // SAFETY: registered entries have a NUL-terminated name.
         .map(|ops| {
+            // SAFETY: registered entries have a NUL-terminated name.
             unsafe { CStr::from_ptr(ops.name.as_ptr()) }
                 .to_string_lossy()
                 .into_owned()
@@ -162,8 +162,8 @@ fn eal_pktmbuf_pool_on_ring_mp_mc() {
 
     // Bulk API too: get and put 64 raw objects.
     let mut objs = [ptr::null_mut::<std::ffi::c_void>(); 64];
-    // SAFETY: objs has room for 64 pointers.
     assert_eq!(
+        // SAFETY: objs has room for 64 pointers.
         unsafe { rte_mempool_get_bulk(mp, objs.as_mut_ptr(), 64) },
         0
     );

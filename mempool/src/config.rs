@@ -8,7 +8,8 @@
 //! 0               PoolCore header (config + magic, shared counters, chunk
 //!                 table header, DMA header, shutdown state, validation
 //!                 counters; each group on its own cache lines)
-//! ring_offset     PtrRing header + slots, capacity = objects
+//! ring_offset     PtrRing header + slots, capacity = objects (its read-only
+//!                 config carries the single-producer/consumer flags)
 //! caches_offset   max_lcores × lcore cache (padded header + cache_size slots)
 //! chunks_offset   max_chunks × chunk record
 //! order_offset    max_chunks × u32 (record ids sorted by address)
@@ -70,6 +71,27 @@ pub struct PoolConfig {
     pub retry_period_ns: u64,
     /// Delay between "stalled shutdown" warnings (ns).
     pub warn_period_ns: u64,
+    /// Single-producer ring (DPDK's `RTE_MEMPOOL_F_SP_PUT`, which maps to the
+    /// ring's `RING_F_SP_ENQ`): puts into the ring take no lock. Default
+    /// `false`.
+    ///
+    /// Contract (not checked): at most one thread at a time puts objects
+    /// into the ring, and each such put happens-before the next. That covers
+    /// every path that enqueues: puts by callers without a cache, cache
+    /// flushes when a cache overflows or closes, `flush_lcore` /
+    /// `flush_all_quiescent`. In practice: one lcore puts, with no other
+    /// thread putting, or every lcore has a cache of 0 and only one of them
+    /// puts. Breaking it loses objects.
+    pub single_producer: bool,
+    /// Single-consumer ring (DPDK's `RTE_MEMPOOL_F_SC_GET`, which maps to the
+    /// ring's `RING_F_SC_DEQ`): gets from the ring take no lock. Default
+    /// `false`.
+    ///
+    /// Contract (not checked): at most one thread at a time takes objects
+    /// from the ring, and each such get happens-before the next. That covers
+    /// gets by callers without a cache, cache refills and oversized gets
+    /// through a cache. Breaking it hands the same object out twice.
+    pub single_consumer: bool,
 }
 
 impl PoolConfig {
@@ -84,6 +106,8 @@ impl PoolConfig {
             validate: false,
             retry_period_ns: DEFAULT_RETRY_PERIOD_NS,
             warn_period_ns: DEFAULT_WARN_PERIOD_NS,
+            single_producer: false,
+            single_consumer: false,
         }
     }
 
@@ -161,6 +185,14 @@ impl PoolConfig {
             min: 1,
             max: MAX_CAPACITY,
         })?;
+        // SAFETY: the flags only travel in the layout. A pool is built from
+        // it by the `unsafe` `PoolCore::init` (or `HeapPool::new_unchecked`),
+        // whose caller takes on the single-producer/consumer contract;
+        // `HeapPool::new` refuses these flags.
+        let ring = unsafe {
+            ring.with_single_producer(self.single_producer)
+                .with_single_consumer(self.single_consumer)
+        };
 
         let header = core::mem::size_of::<PoolCore>();
         let ring_offset = header.next_multiple_of(ring.align);
@@ -206,7 +238,8 @@ pub struct PoolLayout {
     pub config: PoolConfig,
     /// Resolved per-lcore cache size.
     pub cache_size: usize,
-    /// The ring's layout (capacity = `objects`).
+    /// The ring's layout (capacity = `objects`, single-producer/consumer
+    /// mode from the configuration).
     pub ring: RingLayout,
     /// Offset of the ring.
     pub ring_offset: usize,

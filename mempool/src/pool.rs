@@ -150,7 +150,10 @@ impl PoolCore {
     /// * `mem` is valid for writes of `layout.bytes` bytes, aligned to
     ///   `layout.align`, and used for nothing else while the pool lives;
     /// * `layout` comes from [`PoolConfig::layout`];
-    /// * the memory outlives `'a`.
+    /// * the memory outlives `'a`;
+    /// * with `single_producer` (`single_consumer`) in the configuration: for
+    ///   the pool's whole life at most one thread at a time puts objects into
+    ///   it (gets objects from it), through any method, safe ones included.
     pub unsafe fn init<'a>(mem: NonNull<u8>, layout: &PoolLayout) -> &'a PoolCore {
         let base = mem.as_ptr();
         let p = base.cast::<PoolCore>();
@@ -1020,7 +1023,31 @@ unsafe impl Sync for HeapPool {}
 
 impl HeapPool {
     /// A heap pool for `config`. No object is registered yet.
+    ///
+    /// # Errors
+    /// [`PoolError::BadConfig`] for an invalid configuration, and for
+    /// `single_producer` / `single_consumer`, whose contract safe code cannot
+    /// promise: use [`HeapPool::new_unchecked`].
     pub fn new(config: &PoolConfig) -> Result<HeapPool, PoolError> {
+        if config.single_producer || config.single_consumer {
+            return Err(PoolError::BadConfig {
+                what: "single_producer/single_consumer (HeapPool::new_unchecked takes them)",
+                value: 1,
+                min: 0,
+                max: 0,
+            });
+        }
+        // SAFETY: no single-sided flag, so no contract beyond the memory's.
+        unsafe { Self::new_unchecked(config) }
+    }
+
+    /// [`HeapPool::new`] that also takes `single_producer` /
+    /// `single_consumer`.
+    ///
+    /// # Safety
+    /// With either flag, the caller keeps the contract of
+    /// [`PoolCore::init`] for every use of the returned pool.
+    pub unsafe fn new_unchecked(config: &PoolConfig) -> Result<HeapPool, PoolError> {
         let layout = config.layout()?;
         let alloc = std::alloc::Layout::from_size_align(layout.bytes, layout.align)
             .expect("PoolLayout gives a valid allocation layout");
@@ -1030,7 +1057,8 @@ impl HeapPool {
             std::alloc::handle_alloc_error(alloc);
         };
         // SAFETY: freshly allocated with the layout's size and alignment,
-        // owned by the returned value until `drop`.
+        // owned by the returned value until `drop`; the single-sided
+        // contract is our caller's (this function's own contract).
         unsafe { PoolCore::init(mem, &layout) };
         Ok(HeapPool { mem, alloc })
     }

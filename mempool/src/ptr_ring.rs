@@ -10,6 +10,13 @@
 //!   reset); a slot is `seq & mask`. The ring size is a power of two.
 //! * Producers are serialised by the producer lock, consumers by the consumer
 //!   lock, each on its own cache line; the read-only configuration has a third.
+//!   A single-producer ring ([`RingLayout::with_single_producer`], DPDK's
+//!   `RING_F_SP_ENQ`) takes no producer lock, and a single-consumer one
+//!   ([`RingLayout::with_single_consumer`], `RING_F_SC_DEQ`) no consumer
+//!   lock: the caller promises one enqueuer (resp. dequeuer) at a time
+//!   instead (see [Modes](#modes)). Nothing else differs between the modes:
+//!   each side's indices have a single writer either way, and the two sides
+//!   only ever communicate through the slots.
 //! * The consumer advances `head` (next valid entry) and only once
 //!   `head - tail >= batch` does it clear `[tail, head)`, in reverse order, so
 //!   that the line a waiting producer polls (at `tail`) is written last.
@@ -29,13 +36,36 @@
 //!   object count can therefore never fail to take an object back.
 //! * `dequeue_bulk(n)` succeeds when `n` objects whose enqueue happens-before it
 //!   are in the ring.
+//! * [`PtrRing::is_empty`] never reports empty while an object whose enqueue
+//!   happens-before the call is in the ring.
+//!
+//! All of them hold in every mode.
+//!
+//! # Modes
+//!
+//! Multi-producer/multi-consumer is the default. The single-producer and
+//! single-consumer flags mirror DPDK's `RING_F_SP_ENQ` / `RING_F_SC_DEQ` and
+//! carry the same contract, which the ring does not check:
+//!
+//! * **single producer:** [`PtrRing::enqueue_bulk`] never runs on two threads
+//!   (or processes) at once, and each enqueue happens-before the next one
+//!   (the same thread, or a hand-over through some synchronisation, e.g. a
+//!   joined thread or a mutex);
+//! * **single consumer:** the same for [`PtrRing::dequeue_bulk`] and
+//!   [`PtrRing::dequeue_burst`] together.
+//!
+//! Breaking it makes two enqueuers fill the same slots (objects lost) or two
+//! dequeuers take the same ones (objects delivered twice). The ring itself
+//! stays memory-safe (every shared word is atomic), but its users usually do
+//! not. [`PtrRing::is_empty`] and [`PtrRing::len`] are lockless in every mode
+//! and may be called from any thread at any time.
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{spin_hint, AtomicU64, AtomicUsize, Ordering, SpinLock};
+use crate::sync::{spin_hint, AtomicU64, AtomicUsize, Ordering, SpinGuard, SpinLock};
 
 /// Batch of consumer invalidation for rings of at least [`BATCH_MIN_CAPACITY`]
 /// objects: two 64-byte cache lines of pointers, as in the kernel.
@@ -111,8 +141,23 @@ impl RingError {
     }
 }
 
-/// Size and shape of a ring, computed before any memory exists so the caller
-/// can reserve it.
+/// Size, shape and synchronisation mode of a ring, computed before any memory
+/// exists so the caller can reserve it; [`PtrRing::init`] writes it into the
+/// ring's read-only configuration.
+///
+/// The constructors give a multi-producer/multi-consumer ring;
+/// [`with_single_producer`](RingLayout::with_single_producer) and
+/// [`with_single_consumer`](RingLayout::with_single_consumer) switch a side to
+/// single-thread mode (module documentation, "Modes"):
+///
+/// ```
+/// # use mempool::RingLayout;
+/// let spsc = RingLayout::for_capacity(1000).unwrap();
+/// // SAFETY: every ring made from this layout is used by one enqueuing and
+/// // one dequeuing thread at a time (here: none at all).
+/// let spsc = unsafe { spsc.with_single_producer(true).with_single_consumer(true) };
+/// assert!(spsc.single_producer() && spsc.single_consumer());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingLayout {
     /// Objects the ring is guaranteed to hold.
@@ -125,6 +170,13 @@ pub struct RingLayout {
     pub bytes: usize,
     /// Alignment the memory must have.
     pub align: usize,
+    /// Single-producer mode (DPDK's `RING_F_SP_ENQ`): enqueues take no lock.
+    /// Set only through the `unsafe` [`with_single_producer`](RingLayout::with_single_producer),
+    /// whose caller guarantees one enqueuer at a time: the safe methods of
+    /// a ring built from this layout rely on it.
+    single_producer: bool,
+    /// Single-consumer mode (DPDK's `RING_F_SC_DEQ`), as above for dequeues.
+    single_consumer: bool,
 }
 
 impl RingLayout {
@@ -153,7 +205,47 @@ impl RingLayout {
             slots,
             bytes,
             align: core::mem::align_of::<PtrRing>(),
+            single_producer: false,
+            single_consumer: false,
         })
+    }
+
+    /// Whether rings of this layout take no producer lock.
+    pub const fn single_producer(&self) -> bool {
+        self.single_producer
+    }
+
+    /// Whether rings of this layout take no consumer lock.
+    pub const fn single_consumer(&self) -> bool {
+        self.single_consumer
+    }
+
+    /// The same layout with single-producer mode on or off (DPDK's
+    /// `RING_F_SP_ENQ`). Size and shape do not change.
+    ///
+    /// # Safety
+    /// With `on`, every ring initialised from this layout is enqueued to by
+    /// at most one thread at a time, each enqueue happening-before the next
+    /// (DPDK's contract for `RING_F_SP_ENQ`). The ring's safe methods cannot
+    /// check it; two concurrent enqueuers lose objects.
+    #[must_use]
+    pub const unsafe fn with_single_producer(mut self, on: bool) -> RingLayout {
+        self.single_producer = on;
+        self
+    }
+
+    /// The same layout with single-consumer mode on or off (DPDK's
+    /// `RING_F_SC_DEQ`). Size and shape do not change.
+    ///
+    /// # Safety
+    /// With `on`, every ring initialised from this layout is dequeued from by
+    /// at most one thread at a time, each dequeue happening-before the next
+    /// (DPDK's contract for `RING_F_SC_DEQ`); two concurrent dequeuers hand
+    /// the same object out twice.
+    #[must_use]
+    pub const unsafe fn with_single_consumer(mut self, on: bool) -> RingLayout {
+        self.single_consumer = on;
+        self
     }
 
     /// Like [`RingLayout::with_batch`], with the failure as an error.
@@ -168,19 +260,22 @@ impl RingLayout {
 
 #[repr(C)]
 struct Producer {
+    /// Serialises producers; unused in single-producer mode.
     lock: SpinLock,
-    /// Next slot to fill. Written under `lock`; read locklessly by `len`.
+    /// Next slot to fill. Written only by the producer side (under `lock`,
+    /// or by the single producer); read locklessly by `len`.
     seq: AtomicUsize,
 }
 
 #[repr(C)]
 struct Consumer {
+    /// Serialises consumers; unused in single-consumer mode.
     lock: SpinLock,
-    /// Next valid entry. Written under `lock`; read locklessly by `is_empty`
-    /// and `len`.
+    /// Next valid entry. Written only by the consumer side (under `lock`, or
+    /// by the single consumer); read locklessly by `is_empty` and `len`.
     head: AtomicUsize,
     /// Next entry to invalidate; `tail <= head`, `head - tail < batch` between
-    /// operations. Only touched under `lock`.
+    /// operations. Only touched by the consumer side.
     tail: AtomicUsize,
 }
 
@@ -190,6 +285,10 @@ struct Config {
     capacity: usize,
     batch: usize,
     mask: usize,
+    /// No producer lock: one enqueuer at a time (caller's contract).
+    single_producer: bool,
+    /// No consumer lock: one dequeuer at a time (caller's contract).
+    single_consumer: bool,
 }
 
 /// The ring header; `slots` slot words follow it in the same memory.
@@ -235,6 +334,8 @@ impl PtrRing {
                     capacity: layout.capacity,
                     batch: layout.batch,
                     mask: layout.slots - 1,
+                    single_producer: layout.single_producer,
+                    single_consumer: layout.single_consumer,
                 }),
             });
             let slots = hdr.add(1).cast::<AtomicUsize>();
@@ -286,6 +387,18 @@ impl PtrRing {
         self.config.mask + 1
     }
 
+    /// Whether the ring is in single-producer mode (DPDK's `RING_F_SP_ENQ`).
+    #[inline]
+    pub fn is_single_producer(&self) -> bool {
+        self.config.single_producer
+    }
+
+    /// Whether the ring is in single-consumer mode (DPDK's `RING_F_SC_DEQ`).
+    #[inline]
+    pub fn is_single_consumer(&self) -> bool {
+        self.config.single_consumer
+    }
+
     #[inline(always)]
     fn slot(&self, seq: usize) -> &AtomicUsize {
         // SAFETY: `init` wrote `mask + 1` slot words right after the header,
@@ -298,15 +411,70 @@ impl PtrRing {
         }
     }
 
+    /// The slots of sequence numbers `[seq, seq + n)` as at most two
+    /// contiguous runs: up to the end of the slot array, then from its start
+    /// (empty unless the range wraps). Every caller has `n <= slots`
+    /// (`n <= capacity`, or `batch - 1 + capacity` for an invalidation); the
+    /// runs are clamped to the slot array anyway, so that even a corrupt
+    /// configuration in shared memory cannot make them reach past it.
+    #[inline(always)]
+    fn runs(&self, seq: usize, n: usize) -> (&[AtomicUsize], &[AtomicUsize]) {
+        let mask = self.config.mask;
+        debug_assert!(n <= mask + 1, "run of {n} slots in a ring of {}", mask + 1);
+        let start = seq & mask;
+        let first = n.min(mask + 1 - start);
+        // Equals `n - first` whenever `n <= mask + 1`.
+        let second = (n - first).min(start);
+        // SAFETY: `init` wrote `mask + 1` initialised slot words right after
+        // the header, which live as long as `self`. The first run is
+        // `[start, start + first)` with `start + first <= mask + 1`, the
+        // second `[0, second)` with `second <= start`: both inside the slot
+        // array and disjoint. Shared slices of atomics alias nothing mutable.
+        unsafe {
+            let base = (self as *const PtrRing).add(1).cast::<AtomicUsize>();
+            (
+                core::slice::from_raw_parts(base.add(start), first),
+                core::slice::from_raw_parts(base, second),
+            )
+        }
+    }
+
+    /// Takes the producer lock, unless the ring is single-producer.
+    #[inline(always)]
+    fn producer_guard(&self) -> Option<SpinGuard<'_>> {
+        if self.config.single_producer {
+            None
+        } else {
+            Some(self.producer.lock.lock())
+        }
+    }
+
+    /// Takes the consumer lock, unless the ring is single-consumer.
+    #[inline(always)]
+    fn consumer_guard(&self) -> Option<SpinGuard<'_>> {
+        if self.config.single_consumer {
+            None
+        } else {
+            Some(self.consumer.lock.lock())
+        }
+    }
+
     /// Enqueues all of `objs`, or none of them.
     ///
-    /// Fails with [`RingError::NoSpace`] when any slot needed is still full
-    /// (occupied or consumed but not yet invalidated), with
-    /// [`RingError::NullObject`] for a null pointer and
-    /// [`RingError::BulkTooLarge`] above capacity. An empty slice succeeds.
+    /// Fails with [`RingError::NullObject`] for a null pointer (checked
+    /// first), [`RingError::BulkTooLarge`] above capacity and
+    /// [`RingError::NoSpace`] when any slot needed is still full (occupied or
+    /// consumed but not yet invalidated). An empty slice succeeds.
+    ///
+    /// In single-producer mode the caller guarantees that no other enqueue
+    /// runs at the same time and that the previous one happens-before this
+    /// one (module documentation, "Modes").
     #[inline]
     pub fn enqueue_bulk(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
         let n = objs.len();
+        if n == 1 {
+            return self.enqueue_one(objs[0]);
+        }
         if n == 0 {
             return Ok(());
         }
@@ -316,33 +484,82 @@ impl PtrRing {
                 capacity: self.config.capacity,
             });
         }
-        let _guard = self.producer.lock.lock();
-        // Relaxed: `seq` is only written under the producer lock we hold.
-        let p = self.producer.seq.load(Ordering::Relaxed);
-        for (i, obj) in objs.iter().enumerate() {
-            if obj.is_null() {
-                return Err(RingError::NullObject { index: i });
-            }
-            // Relaxed: a full slot turns free only by the consumer's
-            // invalidation store, and we take no data from it; coherence of
-            // this one slot orders our fill below after that store.
-            if self.slot(p.wrapping_add(i)).load(Ordering::Relaxed) != 0 {
-                return Err(RingError::NoSpace { requested: n });
-            }
+        // Branch-free null scan (one test for the whole bulk), before the
+        // lock; the position only on the error path.
+        if objs.iter().fold(false, |z, o| z | o.is_null()) {
+            let index = objs.iter().position(|o| o.is_null()).unwrap_or(0);
+            return Err(RingError::NullObject { index });
         }
-        // Published before the fills, so a consumer can never be seen ahead
-        // of `seq` (keeps `len` non-negative); the Release fills below order
-        // it.
+        let _guard = self.producer_guard();
+        // Relaxed: `seq` is only written by the producer side, and the
+        // previous writer happens-before us (the producer lock we hold, or
+        // the single-producer contract).
+        let p = self.producer.seq.load(Ordering::Relaxed);
+        let (a, b) = self.runs(p, n);
+        // Branch-free OR of every target slot: one test for the whole bulk.
+        // Relaxed: a full slot turns free only by the consumer's invalidation
+        // store, and we take no data from it; coherence of each slot orders
+        // our fill below after the clear we read. Slots are only ever filled
+        // by the producer side, so a slot read free stays free until we
+        // fill it.
+        let mut busy = 0usize;
+        for s in a {
+            busy |= s.load(Ordering::Relaxed);
+        }
+        for s in b {
+            busy |= s.load(Ordering::Relaxed);
+        }
+        if busy != 0 {
+            return Err(RingError::NoSpace { requested: n });
+        }
+        // Relaxed, published before the fills, so a consumer can never be
+        // seen ahead of `seq` (keeps `len` non-negative): pairs, through the
+        // Release fills below and the consumer's Release `head` store in
+        // `consume`, with the Acquire `head` load in `len`.
         self.producer
             .seq
             .store(p.wrapping_add(n), Ordering::Relaxed);
-        for (i, &obj) in objs.iter().enumerate() {
+        // Fills in sequence order (first run, then the wrapped one): the
+        // consumer relies on it (see `dequeue_bulk`).
+        let (oa, ob) = objs.split_at(a.len());
+        for (s, &o) in a.iter().zip(oa) {
             // Release pairs with the Acquire loads in `dequeue_bulk`,
             // `dequeue_burst` and `is_empty`: the object's contents and every
             // earlier fill are visible to whoever sees this pointer.
-            self.slot(p.wrapping_add(i))
-                .store(obj as usize, Ordering::Release);
+            s.store(o as usize, Ordering::Release);
         }
+        for (s, &o) in b.iter().zip(ob) {
+            // Release pairs with the Acquire loads in `dequeue_bulk`,
+            // `dequeue_burst` and `is_empty` (as above).
+            s.store(o as usize, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// `enqueue_bulk` of one object.
+    #[inline(always)]
+    fn enqueue_one(&self, obj: *mut c_void) -> Result<(), RingError> {
+        if obj.is_null() {
+            return Err(RingError::NullObject { index: 0 });
+        }
+        let _guard = self.producer_guard();
+        // Relaxed: as in `enqueue_bulk`, the previous writer of `seq`
+        // happens-before us (producer lock or single-producer contract).
+        let p = self.producer.seq.load(Ordering::Relaxed);
+        let s = self.slot(p);
+        // Relaxed: only coherence with the consumer's invalidation store of
+        // this slot is needed (see `enqueue_bulk`).
+        if s.load(Ordering::Relaxed) != 0 {
+            return Err(RingError::NoSpace { requested: 1 });
+        }
+        // Relaxed, before the fill: pairs, through the Release fill and the
+        // consumer's Release `head` store, with the Acquire load in `len`.
+        self.producer
+            .seq
+            .store(p.wrapping_add(1), Ordering::Relaxed);
+        // Release pairs with the Acquire loads in `dequeue_bulk`,
+        // `dequeue_burst` and `is_empty`.
+        s.store(obj as usize, Ordering::Release);
         Ok(())
     }
 
@@ -351,6 +568,10 @@ impl PtrRing {
     /// Fails with [`RingError::NotEnough`] (ring and `out` unchanged) when
     /// fewer are in the ring, with [`RingError::BulkTooLarge`] above capacity.
     /// An empty slice succeeds.
+    ///
+    /// In single-consumer mode the caller guarantees that no other dequeue
+    /// (bulk or burst) runs at the same time and that the previous one
+    /// happens-before this one (module documentation, "Modes").
     #[inline]
     pub fn dequeue_bulk(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
         let n = out.len();
@@ -363,64 +584,121 @@ impl PtrRing {
                 capacity: self.config.capacity,
             });
         }
-        let _guard = self.consumer.lock.lock();
-        // Relaxed: `head` is only written under the consumer lock we hold.
+        let _guard = self.consumer_guard();
+        // Relaxed: `head` is only written by the consumer side, and the
+        // previous writer happens-before us (the consumer lock we hold, or
+        // the single-consumer contract).
         let h = self.consumer.head.load(Ordering::Relaxed);
-        // Acquire pairs with the Release fill in `enqueue_bulk`. Slots are
-        // filled in sequence order (one producer at a time, in order), so the
-        // last one being full means all `n` are, and their fills happen-before
-        // this load. `n <= capacity` keeps `h + n - 1` clear of the previous
-        // lap's consumed-but-not-invalidated slots (`head - tail < batch`).
+        // Acquire pairs with the Release fill in `enqueue_bulk` /
+        // `enqueue_one`. Slots are filled in sequence order (one producer at
+        // a time, in order, each enqueue happening-before the next), so the
+        // last one being full means all `n` are, and their fills
+        // happen-before this load. `n <= capacity` keeps `h + n - 1` clear
+        // of the previous lap's consumed-but-not-invalidated slots
+        // (`head - tail < batch`, `slots >= capacity + batch - 1`).
         let last = self.slot(h.wrapping_add(n - 1)).load(Ordering::Acquire);
         if last == 0 {
             return Err(RingError::NotEnough { requested: n });
         }
-        for (i, o) in out[..n - 1].iter_mut().enumerate() {
-            // Relaxed: made visible by the Acquire load of the last slot.
-            let v = self.slot(h.wrapping_add(i)).load(Ordering::Relaxed);
-            debug_assert_ne!(v, 0, "hole in a filled ptr_ring run");
-            *o = v as *mut c_void;
+        if n == 1 {
+            out[0] = last as *mut c_void;
+        } else {
+            Self::copy_out(self.runs(h, n), out);
         }
-        out[n - 1] = last as *mut c_void;
-        self.consume(h, h.wrapping_add(n));
+        self.consume(h.wrapping_add(n));
         Ok(())
+    }
+
+    /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
+    /// runs' total length).
+    #[inline(always)]
+    fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
+        let (oa, ob) = out.split_at_mut(a.len());
+        for (o, s) in oa.iter_mut().zip(a) {
+            // Relaxed: made visible by the caller's Acquire load of the last
+            // slot (pairs with its Release fill in `enqueue_bulk`).
+            *o = s.load(Ordering::Relaxed) as *mut c_void;
+        }
+        for (o, s) in ob.iter_mut().zip(b) {
+            // Relaxed: as above.
+            *o = s.load(Ordering::Relaxed) as *mut c_void;
+        }
+        debug_assert!(
+            out.iter().all(|o| !o.is_null()),
+            "hole in a filled ptr_ring run"
+        );
+    }
+
+    /// Copies filled slots of `run` into `out` up to the first free one;
+    /// returns how many.
+    #[inline(always)]
+    fn take_filled(run: &[AtomicUsize], out: &mut [*mut c_void]) -> usize {
+        let mut got = 0;
+        for (o, s) in out.iter_mut().zip(run) {
+            // Acquire pairs with the Release fill in `enqueue_bulk` /
+            // `enqueue_one`: this object's fill happens-before our use.
+            let v = s.load(Ordering::Acquire);
+            if v == 0 {
+                break;
+            }
+            *o = v as *mut c_void;
+            got += 1;
+        }
+        got
     }
 
     /// Dequeues up to `out.len()` objects into the front of `out` and returns
     /// how many (0 when empty).
+    ///
+    /// Same single-consumer contract as [`dequeue_bulk`](PtrRing::dequeue_bulk).
     #[inline]
     pub fn dequeue_burst(&self, out: &mut [*mut c_void]) -> usize {
         let max = out.len().min(self.config.capacity);
         if max == 0 {
             return 0;
         }
-        let _guard = self.consumer.lock.lock();
-        // Relaxed: `head` is only written under the consumer lock we hold.
+        let _guard = self.consumer_guard();
+        // Relaxed: `head` is only written by the consumer side, and the
+        // previous writer happens-before us (consumer lock or
+        // single-consumer contract).
         let h = self.consumer.head.load(Ordering::Relaxed);
-        let mut got = 0;
-        while got < max {
-            // Acquire pairs with the Release fill in `enqueue_bulk`.
-            let v = self.slot(h.wrapping_add(got)).load(Ordering::Acquire);
-            if v == 0 {
-                break;
+        let runs = self.runs(h, max);
+        // Acquire pairs with the Release fill in `enqueue_bulk` /
+        // `enqueue_one`. As in `dequeue_bulk`: `max <= capacity`, so a full
+        // last slot means the whole range is filled and visible; then copy
+        // it without a test per slot.
+        let got = if self.slot(h.wrapping_add(max - 1)).load(Ordering::Acquire) != 0 {
+            Self::copy_out(runs, &mut out[..max]);
+            max
+        } else {
+            // Partial: each slot up to the first free one, each checked by
+            // its own Acquire load (in `take_filled`). A slot in range is
+            // never a stale previous-lap value (same bound as above).
+            let (a, b) = runs;
+            let (oa, ob) = out[..max].split_at_mut(a.len());
+            let got = Self::take_filled(a, oa);
+            if got == a.len() {
+                got + Self::take_filled(b, ob)
+            } else {
+                got
             }
-            out[got] = v as *mut c_void;
-            got += 1;
-        }
+        };
         if got > 0 {
-            self.consume(h, h.wrapping_add(got));
+            self.consume(h.wrapping_add(got));
         }
         got
     }
 
     /// Publishes the new head, then invalidates a batch when due.
-    /// Caller holds the consumer lock and has read slots `[old_head, new_head)`.
+    /// Called by the consumer side (lock held or single consumer) after
+    /// reading every slot in `[old head, new_head)`.
     #[inline(always)]
-    fn consume(&self, _old_head: usize, new_head: usize) {
+    fn consume(&self, new_head: usize) {
         // Release pairs with the Acquire head load in `len`/`is_empty`. It is
         // stored before any slot is cleared: see `is_empty`.
         self.consumer.head.store(new_head, Ordering::Release);
-        // Relaxed: `tail` is only touched under the consumer lock.
+        // Relaxed: `tail` is only touched by the consumer side, whose
+        // previous writer happens-before us.
         let tail = self.consumer.tail.load(Ordering::Relaxed);
         if new_head.wrapping_sub(tail) >= self.config.batch {
             self.invalidate(tail, new_head);
@@ -428,22 +706,30 @@ impl PtrRing {
     }
 
     /// Clears `[tail, head)` in reverse order, so the slot at `tail` (the one
-    /// a producer waiting for room polls) is written last.
+    /// a producer waiting for room polls) is written last. The range is at
+    /// most `batch - 1 + capacity <= slots` long.
     #[inline(always)]
     fn invalidate(&self, tail: usize, head: usize) {
-        let mut s = head;
-        while s != tail {
-            s = s.wrapping_sub(1);
+        let (a, b) = self.runs(tail, head.wrapping_sub(tail));
+        // Reverse order over the runs: the wrapped run (higher sequence
+        // numbers) backwards first, then the first run backwards.
+        for s in b.iter().rev() {
             // Release pairs with the Acquire slot load in `is_empty`: whoever
             // sees this null also sees the `head` store in `consume` that
             // precedes it. Producers need nothing from it (see enqueue_bulk).
-            self.slot(s).store(0, Ordering::Release);
+            s.store(0, Ordering::Release);
         }
+        for s in a.iter().rev() {
+            // Release pairs with the Acquire slot load in `is_empty` (as
+            // above).
+            s.store(0, Ordering::Release);
+        }
+        // Relaxed: only the consumer side reads `tail`.
         self.consumer.tail.store(head, Ordering::Relaxed);
     }
 
     /// `true` only if the ring held no object at some instant during the
-    /// call. Lockless.
+    /// call. Lockless, in every mode.
     ///
     /// Exactness: it never reports empty while an object whose enqueue
     /// happens-before the call is still in the ring (not yet taken by a
@@ -455,7 +741,9 @@ impl PtrRing {
     /// `head`, find it moved, and retries. A slot that reads empty and whose
     /// `head` has not moved is one whose fill is not visible, so no completed
     /// enqueue is behind it. `head` never repeats (sequence numbers), so
-    /// there is no ABA. Model-checked in `tests/loom_ptr_ring.rs`.
+    /// there is no ABA. The argument needs only that one consumer at a time
+    /// writes `head` and then clears, which both modes give. Model-checked
+    /// in `tests/loom_ptr_ring.rs` (locked and single-producer/consumer).
     pub fn is_empty(&self) -> bool {
         loop {
             // Acquire pairs with the Release store in `consume`.
@@ -476,13 +764,16 @@ impl PtrRing {
 
     /// Number of objects in the ring. Exact when no operation is in progress;
     /// under concurrency a value the ring held at some instant between the
-    /// two loads, never above the slot count.
+    /// two loads, never above the slot count. Lockless, in every mode.
     #[inline]
     pub fn len(&self) -> usize {
         // Acquire pairs with the Release store of `head` in `consume`; that
         // store follows (through the Release fill it consumed) the producer's
         // `seq` store, so `seq` read next is never behind `h`.
         let h = self.consumer.head.load(Ordering::Acquire);
+        // Relaxed: ordered by the Acquire `head` load above (pairs with the
+        // Relaxed `seq` store in `enqueue_bulk` through the chain described
+        // there).
         let p = self.producer.seq.load(Ordering::Relaxed);
         let n = p.wrapping_sub(h);
         debug_assert!(n <= self.slots(), "ptr_ring len {n} above slot count");

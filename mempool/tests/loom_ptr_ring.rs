@@ -2,12 +2,17 @@
 //! preemption bound) of tiny rings, asserting that every object is delivered
 //! exactly once and that `is_empty` never reports a false "empty".
 //!
+//! The `spsc_*` models run the lockless single-producer/single-consumer mode
+//! with one producer thread and one consumer thread (the mode's contract),
+//! every check in a spawned thread.
+//!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p mempool --release --test loom_ptr_ring`
 #![cfg(loom)]
 
 use core::ffi::c_void;
 use std::collections::BTreeSet;
 
+use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -17,16 +22,48 @@ fn obj(i: usize) -> *mut c_void {
     i as *mut c_void
 }
 
+/// Runs `f` under loom (preemption bound 3 unless `LOOM_MAX_PREEMPTIONS`
+/// sets one) and reports how many executions were explored.
+#[track_caller]
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize as StdCounter, Ordering as StdOrdering};
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(3);
     }
-    b.check(f);
+    let bound = b.preemption_bound;
+    let runs = std::sync::Arc::new(StdCounter::new(0));
+    let counter = runs.clone();
+    let t0 = std::time::Instant::now();
+    b.check(move || {
+        counter.fetch_add(1, StdOrdering::Relaxed);
+        f()
+    });
+    eprintln!(
+        "model at {}: {} executions, preemption bound {bound:?}, {:.2?}",
+        std::panic::Location::caller(),
+        runs.load(StdOrdering::Relaxed),
+        t0.elapsed()
+    );
 }
 
 fn ring(cap: usize, batch: usize) -> Arc<HeapRing> {
     Arc::new(HeapRing::new(RingLayout::with_batch(cap, batch).unwrap()))
+}
+
+/// A ring in single-producer/single-consumer mode: no locks at all, so the
+/// models below check the slot protocol alone.
+fn ring_spsc(cap: usize, batch: usize) -> Arc<HeapRing> {
+    // SAFETY: every model below runs one producer and one consumer thread.
+    let l = unsafe {
+        RingLayout::with_batch(cap, batch)
+            .unwrap()
+            .with_single_producer(true)
+            .with_single_consumer(true)
+    };
+    let r = HeapRing::new(l);
+    assert!(r.is_single_producer() && r.is_single_consumer());
+    Arc::new(r)
 }
 
 fn put(r: &HeapRing, objs: &[*mut c_void]) {
@@ -217,4 +254,210 @@ fn is_empty_sees_completed_enqueue_from_other_thread() {
         assert_eq!(c.join().unwrap(), vec![1]);
         assert_eq!(drain(&r), vec![2]);
     });
+}
+
+// ------------------------------------------------------------------ SP/SC
+
+/// Contents of objects `1..=n`: the producer writes an object's contents
+/// before enqueueing it, the consumer reads them after dequeueing it. loom
+/// reports a causality violation if the ring does not order the two (the
+/// Release fill / Acquire take pairing).
+struct Contents(Vec<UnsafeCell<usize>>);
+
+impl Contents {
+    fn new(n: usize) -> Arc<Contents> {
+        Arc::new(Contents((0..=n).map(|_| UnsafeCell::new(0)).collect()))
+    }
+    fn write(&self, i: usize) {
+        // SAFETY: only the producer writes object `i`, once, before it
+        // enqueues it; loom checks that no read races with it.
+        self.0[i].with_mut(|p| unsafe { *p = i * 10 });
+    }
+    fn check(&self, i: usize) {
+        // SAFETY: read after the object was dequeued; the ring must order
+        // it after the producer's write (loom checks).
+        let v = self.0[i].with(|p| unsafe { *p });
+        assert_eq!(v, i * 10, "object {i} contents not visible to the consumer");
+    }
+}
+
+/// Lockless mode, single objects: one producer, one consumer, FIFO and
+/// exactly once, with a ring small enough that the producer waits for room
+/// (and, with batch 2, for the batched invalidation).
+#[test]
+fn spsc_producer_vs_consumer_single_exactly_once() {
+    for (cap, batch) in [(1, 1), (2, 1), (2, 2)] {
+        model(move || {
+            let r = ring_spsc(cap, batch);
+            let data = Contents::new(3);
+            let p = {
+                let (r, data) = (r.clone(), data.clone());
+                thread::spawn(move || {
+                    for i in 1..=3 {
+                        data.write(i);
+                        put(&r, &[obj(i)]);
+                    }
+                })
+            };
+            let c = {
+                let (r, data) = (r.clone(), data.clone());
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    for _ in 0..3 {
+                        let v = take(&r, 1);
+                        data.check(v[0]);
+                        got.extend(v);
+                    }
+                    got
+                })
+            };
+            p.join().unwrap();
+            let got = c.join().unwrap();
+            assert_eq!(got, vec![1, 2, 3], "FIFO, exactly once");
+            assert!(r.is_empty());
+            assert_eq!(r.len(), 0);
+        });
+    }
+}
+
+/// Lockless mode, bulks: 4 slots, so the second bulk of each side straddles
+/// the wrap point (fill, copy and batched invalidation over two runs). Bulks
+/// come out whole and in order, each object exactly once.
+#[test]
+fn spsc_producer_vs_consumer_bulk_exactly_once() {
+    model(|| {
+        // Capacity 3, batch 2: 4 slots.
+        let r = ring_spsc(3, 2);
+        let data = Contents::new(5);
+        let p = {
+            let (r, data) = (r.clone(), data.clone());
+            thread::spawn(move || {
+                for i in 1..=5 {
+                    data.write(i);
+                }
+                put(&r, &[obj(1), obj(2)]);
+                put(&r, &[obj(3), obj(4), obj(5)]);
+            })
+        };
+        let c = {
+            let (r, data) = (r.clone(), data.clone());
+            thread::spawn(move || {
+                let mut got = take(&r, 2);
+                got.extend(take(&r, 3));
+                for &i in &got {
+                    data.check(i);
+                }
+                got
+            })
+        };
+        p.join().unwrap();
+        assert_eq!(c.join().unwrap(), vec![1, 2, 3, 4, 5]);
+        assert!(r.is_empty());
+        assert_eq!(r.len(), 0);
+    });
+}
+
+/// Lockless mode, the consumer bursting whatever is there while the
+/// producer's bulks arrive: every object exactly once, in order.
+#[test]
+fn spsc_burst_consumer_exactly_once() {
+    model(|| {
+        let r = ring_spsc(3, 2);
+        let p = {
+            let r = r.clone();
+            thread::spawn(move || {
+                put(&r, &[obj(1), obj(2)]);
+                put(&r, &[obj(3), obj(4)]);
+            })
+        };
+        let c = {
+            let r = r.clone();
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                while got.len() < 4 {
+                    let d = drain(&r);
+                    if d.is_empty() {
+                        thread::yield_now();
+                    }
+                    got.extend(d);
+                }
+                got
+            })
+        };
+        p.join().unwrap();
+        assert_eq!(c.join().unwrap(), vec![1, 2, 3, 4]);
+        assert!(r.is_empty());
+    });
+}
+
+/// Lockless mode: a reader checks emptiness while the single consumer takes
+/// one object and invalidates a batch (two objects enqueued before, at most
+/// one taken: "empty" is always wrong). The check runs in its own thread.
+#[test]
+fn spsc_is_empty_never_false_while_consumer_invalidates() {
+    for (cap, batch) in [(2, 1), (4, 2), (3, 3)] {
+        model(move || {
+            let r = ring_spsc(cap, batch);
+            // Advance head/tail so the take below completes a batch.
+            for i in 0..batch - 1 {
+                r.enqueue_bulk(&[obj(8 + i)]).unwrap();
+                assert_eq!(take(&r, 1), vec![8 + i]);
+            }
+            r.enqueue_bulk(&[obj(1), obj(2)]).unwrap();
+            let c = {
+                let r = r.clone();
+                thread::spawn(move || take(&r, 1))
+            };
+            let e = {
+                let r = r.clone();
+                thread::spawn(move || r.is_empty())
+            };
+            assert!(!e.join().unwrap(), "false empty with an object in the ring");
+            assert_eq!(c.join().unwrap(), vec![1]);
+            assert_eq!(drain(&r), vec![2]);
+            assert!(r.is_empty());
+        });
+    }
+}
+
+/// Lockless mode, three threads: the producer enqueues two objects and
+/// raises a flag, the consumer takes one (completing an invalidation batch),
+/// and a checker that sees the flag must not see the ring empty. Every
+/// object exactly once.
+#[test]
+fn spsc_is_empty_sees_completed_enqueue_while_consumer_invalidates() {
+    for (cap, batch) in [(2, 1), (2, 2)] {
+        model(move || {
+            let r = ring_spsc(cap, batch);
+            for i in 0..batch - 1 {
+                r.enqueue_bulk(&[obj(8 + i)]).unwrap();
+                assert_eq!(take(&r, 1), vec![8 + i]);
+            }
+            let done = Arc::new(AtomicBool::new(false));
+            let p = {
+                let (r, done) = (r.clone(), done.clone());
+                thread::spawn(move || {
+                    r.enqueue_bulk(&[obj(1), obj(2)]).unwrap();
+                    done.store(true, Ordering::Release);
+                })
+            };
+            let c = {
+                let r = r.clone();
+                thread::spawn(move || take(&r, 1))
+            };
+            let e = {
+                let (r, done) = (r.clone(), done.clone());
+                thread::spawn(move || {
+                    if done.load(Ordering::Acquire) {
+                        assert!(!r.is_empty(), "false empty after a completed enqueue");
+                    }
+                })
+            };
+            p.join().unwrap();
+            e.join().unwrap();
+            assert_eq!(c.join().unwrap(), vec![1]);
+            assert_eq!(drain(&r), vec![2]);
+            assert!(r.is_empty());
+        });
+    }
 }

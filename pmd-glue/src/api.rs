@@ -1,7 +1,7 @@
 //! A safe Rust API for DPDK programs written in Rust: initialise EAL, create
 //! an mbuf pool served by this handler, get and put mbufs, read its counters.
 
-use core::ptr::NonNull;
+use core::ptr::{null_mut, NonNull};
 use std::ffi::CString;
 
 use dpdk_sys as sys;
@@ -89,6 +89,67 @@ impl MbufPool {
                 call: "rte_pktmbuf_pool_create_by_ops",
                 errno: -sys::errno(),
             })
+    }
+
+    /// [`create`](MbufPool::create) with mempool flags, e.g.
+    /// `RTE_MEMPOOL_F_SP_PUT | RTE_MEMPOOL_F_SC_GET` for a pool that one
+    /// thread at a time puts to and one thread at a time gets from (the
+    /// handler's ring then takes no lock on that side). Builds the pool the
+    /// way `rte_pktmbuf_pool_create_by_ops` does, which takes no flags.
+    pub fn create_with_flags(
+        name: &str,
+        n: u32,
+        cache_size: u32,
+        data_room: u16,
+        socket: i32,
+        flags: u32,
+    ) -> Result<MbufPool, GlueError> {
+        ensure_registered()?;
+        let cname = CString::new(name).map_err(|_| GlueError::BadArg { arg: name.into() })?;
+        let ops_name = CString::new(ops::OPS_NAME).expect("literal");
+        let elt = core::mem::size_of::<sys::rte_mbuf>() as u32 + u32::from(data_room);
+        let priv_size = core::mem::size_of::<sys::rte_pktmbuf_pool_private>() as u32;
+        let dpdk_err = |call: &'static str, rc: i32| GlueError::Dpdk {
+            call,
+            errno: if rc < 0 { rc } else { -sys::errno() },
+        };
+        // SAFETY: valid name; DPDK returns null with rte_errno on failure.
+        let mp = unsafe {
+            sys::rte_mempool_create_empty(
+                cname.as_ptr(),
+                n,
+                elt,
+                cache_size,
+                priv_size,
+                socket,
+                flags,
+            )
+        };
+        // From here on, dropping `pool` frees the half-built pool.
+        let pool = MbufPool {
+            mp: NonNull::new(mp).ok_or_else(|| dpdk_err("rte_mempool_create_empty", 0))?,
+        };
+        // SAFETY: a live, empty pool; our registered ops name.
+        let rc = unsafe { sys::rte_mempool_set_ops_byname(mp, ops_name.as_ptr(), null_mut()) };
+        if rc != 0 {
+            return Err(dpdk_err("rte_mempool_set_ops_byname", rc));
+        }
+        let mut pool_priv = sys::rte_pktmbuf_pool_private {
+            mbuf_data_room_size: data_room,
+            mbuf_priv_size: 0,
+            flags: 0,
+        };
+        // SAFETY: a live pool with room for the private area; DPDK copies
+        // the struct.
+        unsafe { sys::rte_pktmbuf_pool_init(mp, core::ptr::addr_of_mut!(pool_priv).cast()) };
+        // SAFETY: a live pool; allocates its memory and calls our populate.
+        let rc = unsafe { sys::rte_mempool_populate_default(mp) };
+        if rc < 0 {
+            return Err(dpdk_err("rte_mempool_populate_default", rc));
+        }
+        // SAFETY: a populated pktmbuf pool; DPDK's mbuf constructor.
+        unsafe { sys::rte_mempool_obj_iter(mp, Some(sys::rte_pktmbuf_init), null_mut()) };
+        Ok(pool)
     }
 
     /// The raw mempool.

@@ -148,9 +148,9 @@ pub unsafe extern "C" fn ptr_ring_port_shutdown(
     wait_ms: u32,
     inflight: *mut i64,
 ) -> c_int {
-    // SAFETY: `mp` is checked non-null first; callers pass live pools.
     if mp.is_null()
         || (ports.is_null() && nb_ports > 0)
+        // SAFETY: `mp` is checked non-null first; callers pass live pools.
         || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME
     {
         return -libc::EINVAL;

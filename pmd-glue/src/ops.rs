@@ -67,6 +67,14 @@ fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
     let mut cfg = PoolConfig::new(objects);
     cfg.max_lcores = sys::RTE_MAX_LCORE;
     cfg.validate = s.validate;
+    // DPDK's single-producer / single-consumer pool flags (what makes
+    // ring_mp_mc pools ring_sp_sc ones, e.g. `rte_mempool_create(...,
+    // MEMPOOL_F_SP_PUT | MEMPOOL_F_SC_GET)`): the application promises one
+    // putting / getting thread at a time, so the ring side takes no lock.
+    // SAFETY: DPDK passes a valid mempool.
+    let flags = unsafe { (*mp).flags };
+    cfg.single_producer = flags & sys::RTE_MEMPOOL_F_SP_PUT != 0;
+    cfg.single_consumer = flags & sys::RTE_MEMPOOL_F_SC_GET != 0;
     // SAFETY: DPDK passes a valid mempool.
     let dpdk_cache = unsafe { (*mp).cache_size };
     // SAFETY: plain query.
@@ -103,12 +111,18 @@ unsafe extern "C" fn alloc(mp: *mut sys::rte_mempool) -> c_int {
             Ok(z) => {
                 log!(
                     Level::Info,
-                    "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}), validation {}",
+                    "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}, {}), validation {}",
                     pool_name(mp),
                     cfg.objects,
                     z.core.cache_size(),
                     z.core.ring().slots(),
                     z.core.ring().batch(),
+                    match (cfg.single_producer, cfg.single_consumer) {
+                        (false, false) => "MP/MC",
+                        (true, false) => "SP/MC",
+                        (false, true) => "MP/SC",
+                        (true, true) => "SP/SC",
+                    },
                     if cfg.validate { "on" } else { "off" }
                 );
                 0

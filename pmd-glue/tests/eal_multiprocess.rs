@@ -85,8 +85,8 @@ fn primary(prefix: &str) {
     let mut args = role_args("mp_primary", "primary", prefix);
     args.extend(["--vdev".to_string(), "net_null0".to_string()]);
     init_eal(&args);
-    // SAFETY: plain query.
     assert_eq!(
+        // SAFETY: plain query.
         unsafe { sys::rte_eal_process_type() },
         sys::RTE_PROC_PRIMARY
     );
@@ -153,8 +153,8 @@ fn primary(prefix: &str) {
 
 fn secondary(prefix: &str) {
     init_eal(&role_args("mp_secondary", "secondary", prefix));
-    // SAFETY: plain query.
     assert_eq!(
+        // SAFETY: plain query.
         unsafe { sys::rte_eal_process_type() },
         sys::RTE_PROC_SECONDARY
     );

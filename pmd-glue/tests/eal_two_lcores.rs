@@ -4,7 +4,9 @@
 //! lcore and freed on the other. At the end nothing is with the application:
 //! available == size, and the handler's counters are conserved with
 //! `inflight` exactly what DPDK's two per-lcore caches hold. Run with DPDK's
-//! cache off (handler caches on) and on.
+//! cache off (handler caches on) and on, on an MP/MC pool and on a pool
+//! created with `RTE_MEMPOOL_F_SP_PUT | RTE_MEMPOOL_F_SC_GET` (lock-free ring
+//! sides).
 
 mod common;
 
@@ -23,6 +25,7 @@ const BURST: usize = 32;
 const RING_F_SP_ENQ: u32 = 0x0001;
 const RING_F_SC_DEQ: u32 = 0x0002;
 const DEADLINE: Duration = Duration::from_secs(30);
+const SP_SC: u32 = sys::RTE_MEMPOOL_F_SP_PUT | sys::RTE_MEMPOOL_F_SC_GET;
 
 struct Shared {
     mp: *mut sys::rte_mempool,
@@ -89,16 +92,28 @@ unsafe extern "C" fn producer(arg: *mut c_void) -> c_int {
     0
 }
 
-fn run(cache: u32) {
-    let name = format!("two_c{cache}");
-    let pool = MbufPool::create(
-        &name,
-        POOL,
-        cache,
-        sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
-        -1,
-    )
-    .expect("create");
+/// One run; `flags` are mempool flags (`RTE_MEMPOOL_F_SP_PUT |
+/// RTE_MEMPOOL_F_SC_GET` is legal here: lcore 1 is the only getter, lcore 0
+/// the only putter, and the setup and teardown happen while the other is idle).
+fn run(cache: u32, flags: u32) {
+    let name = format!("two_c{cache}_f{flags}");
+    let (pool, log) = capture_log(|| {
+        MbufPool::create_with_flags(
+            &name,
+            POOL,
+            cache,
+            sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+            -1,
+            flags,
+        )
+        .expect("create")
+    });
+    let mode = if flags == SP_SC { "SP/SC" } else { "MP/MC" };
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&format!("pool {name}:")) && l.contains(mode)),
+        "[{name}] the handler's alloc line names ring mode {mode}; log:\n{log}"
+    );
     let rname = CString::new(format!("ring_{name}")).unwrap();
     // SAFETY: valid name; one producer, one consumer.
     let ring =
@@ -243,7 +258,9 @@ fn eal_two_lcores() {
     init_eal(&eal_args("eal_two_lcores", "0-1"));
     // SAFETY: plain query.
     assert_eq!(unsafe { sys::rte_lcore_count() }, 2);
-    run(0);
-    run(32);
+    run(0, 0);
+    run(32, 0);
+    run(0, SP_SC);
+    run(32, SP_SC);
     eprintln!("test: eal_two_lcores OK");
 }

@@ -135,8 +135,8 @@ fn run() {
         "no object handed out twice after the rejected puts"
     );
     let mut extra: *mut c_void = core::ptr::null_mut();
-    // SAFETY: valid pool and out pointer.
     assert!(
+        // SAFETY: valid pool and out pointer.
         unsafe { sys::rte_mempool_get(mp, &mut extra) } < 0,
         "N+1 get fails"
     );

@@ -42,7 +42,22 @@ pub fn idx(p: *mut c_void) -> usize {
 /// the chunk is registered, then each object is put once by `lcore`.
 /// Checks conservation after registration and after every put.
 pub fn populated_pool(cfg: PoolConfig, lcore: u32) -> HeapPool {
-    let pool = HeapPool::new(&cfg).expect("config is valid");
+    assert!(
+        !cfg.single_producer && !cfg.single_consumer,
+        "single-sided pools: populated_pool_unchecked"
+    );
+    // SAFETY: no single-sided flag, no contract.
+    unsafe { populated_pool_unchecked(cfg, lcore) }
+}
+
+/// [`populated_pool`] that also takes the single-producer/consumer flags.
+///
+/// # Safety
+/// The caller keeps their contract (`PoolCore::init`) for every use of the
+/// pool; the populating puts here run on the calling thread.
+pub unsafe fn populated_pool_unchecked(cfg: PoolConfig, lcore: u32) -> HeapPool {
+    // SAFETY: forwarded contract.
+    let pool = unsafe { HeapPool::new_unchecked(&cfg) }.expect("config is valid");
     let n = cfg.objects;
     pool.register_chunk(chunk_spec(n)).expect("chunk fits");
     assert_conserved(&pool);
