@@ -99,12 +99,20 @@ fn producer_vs_consumer_fifo_exactly_once() {
                     }
                 })
             };
-            let mut got = Vec::new();
-            for _ in 0..3 {
-                got.extend(take(&r, 1));
-            }
+            // The consumer in a spawned thread too: loom explores the
+            // interleavings of spawned threads against each other.
+            let c = {
+                let r = r.clone();
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    for _ in 0..3 {
+                        got.extend(take(&r, 1));
+                    }
+                    got
+                })
+            };
             p.join().unwrap();
-            assert_eq!(got, vec![1, 2, 3]);
+            assert_eq!(c.join().unwrap(), vec![1, 2, 3]);
             assert!(r.is_empty());
             assert_eq!(r.len(), 0);
         });
@@ -247,9 +255,16 @@ fn is_empty_sees_completed_enqueue_from_other_thread() {
             let r = r.clone();
             thread::spawn(move || take(&r, 1))
         };
-        if done.load(Ordering::Acquire) {
-            assert!(!r.is_empty(), "false empty after a completed enqueue");
-        }
+        // The checker in a spawned thread as well (see above).
+        let k = {
+            let (r, done) = (r.clone(), done.clone());
+            thread::spawn(move || {
+                if done.load(Ordering::Acquire) {
+                    assert!(!r.is_empty(), "false empty after a completed enqueue");
+                }
+            })
+        };
+        k.join().unwrap();
         p.join().unwrap();
         assert_eq!(c.join().unwrap(), vec![1]);
         assert_eq!(drain(&r), vec![2]);
