@@ -266,6 +266,8 @@ elif a["size"] <= 0 or a["populated"] != a["size"]:
     print(f"size {a['size']} populated {a['populated']}")
 elif a["available"] > a["size"] or a["in_ring"] + a["in_handler_caches"] > a["size"]:
     print(f"counts exceed the pool: {a}")
+elif a.get("ring_mode") != "MP/MC":
+    print(f"testpmd's pool (no SP/SC flags) reports ring_mode {a.get('ring_mode')!r}, expected 'MP/MC'")
 elif not (b["hold"] > a["hold"] > 0):
     print(f"hold not growing while forwarding: {a['hold']} -> {b['hold']}")
 elif none and (none.get("/ptr_ring/stats") not in (None, {})):

@@ -399,6 +399,16 @@ impl PtrRing {
         self.config.single_consumer
     }
 
+    /// The mode in DPDK's words: `"MP/MC"`, `"SP/MC"`, `"MP/SC"` or `"SP/SC"`.
+    pub fn mode_name(&self) -> &'static str {
+        match (self.is_single_producer(), self.is_single_consumer()) {
+            (false, false) => "MP/MC",
+            (true, false) => "SP/MC",
+            (false, true) => "MP/SC",
+            (true, true) => "SP/SC",
+        }
+    }
+
     #[inline(always)]
     fn slot(&self, seq: usize) -> &AtomicUsize {
         // SAFETY: `init` wrote `mask + 1` slot words right after the header,

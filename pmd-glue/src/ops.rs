@@ -117,12 +117,7 @@ unsafe extern "C" fn alloc(mp: *mut sys::rte_mempool) -> c_int {
                     z.core.cache_size(),
                     z.core.ring().slots(),
                     z.core.ring().batch(),
-                    match (cfg.single_producer, cfg.single_consumer) {
-                        (false, false) => "MP/MC",
-                        (true, false) => "SP/MC",
-                        (false, true) => "MP/SC",
-                        (true, true) => "SP/SC",
-                    },
+                    z.core.ring().mode_name(),
                     if cfg.validate { "on" } else { "off" }
                 );
                 0

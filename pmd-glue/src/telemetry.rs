@@ -90,6 +90,7 @@ unsafe extern "C" fn cmd_stats(
     u("hold", s.hold);
     u("release", s.release);
     u("handler_cache_size", s.cache_size as u64);
+    st("ring_mode", z.core.ring().mode_name());
     u("iova_chunks", s.chunks as u64);
     u("dma_devices", s.devices as u64);
     u("dma_maps", s.dma_maps);
