@@ -190,6 +190,26 @@ impl LcoreCache {
         self.len_hold.store(w, Ordering::Release);
     }
 
+    /// The fast paths' form of [`store`](LcoreCache::store): `len` moves by
+    /// `+n` (put) or `-n` (get, which also adds `n` to the hold half), as
+    /// one add on the whole word. No carry or borrow crosses into the hold
+    /// half: a put keeps `len + n <= limit < 2^32`, a get has `n <= len`.
+    #[inline(always)]
+    fn store_moved(&self, word: u64, n: usize, get: bool) {
+        let n = n as u64;
+        let w = if !get {
+            word.wrapping_add(n)
+        } else if ACCOUNTING {
+            // `+n` in the hold half, `-n` in the length half.
+            word.wrapping_add(n.wrapping_mul(HOLD_ONE - 1))
+        } else {
+            word.wrapping_sub(n)
+        };
+        // Release pairs with the Acquire load in `inflight::snapshot`; a
+        // plain `mov` on x86.
+        self.len_hold.store(w, Ordering::Release);
+    }
+
     #[inline(always)]
     fn set_len(&self, len: usize) {
         self.store(self.word(), len, 0);
@@ -242,7 +262,7 @@ impl LcoreCache {
         // SAFETY: `len + n <= limit <= cache_size` slots exist; owner-only;
         // `copy` is `copy_small` only when `n <= SMALL_MAX`.
         unsafe { copy(objs.as_ptr(), self.slots().add(len), n) };
-        self.store(w, len + n, 0);
+        self.store_moved(w, n, false);
         owner_add(&self.release, n);
         true
     }
@@ -287,7 +307,7 @@ impl LcoreCache {
         // SAFETY: slots `[len - n, len)` hold objects; owner-only; `copy`
         // is `copy_small` only when `n <= SMALL_MAX`.
         unsafe { copy(self.slots().add(len - n), out.as_mut_ptr(), n) };
-        self.store(w, len - n, n);
+        self.store_moved(w, n, true);
         true
     }
 
