@@ -177,6 +177,56 @@ fn round_ratio_range(
     Some((s.min, s.max))
 }
 
+/// Median of `handler` over the baseline's median (none without data or
+/// with a zero baseline).
+fn ratio_to_base(by_handler: &BTreeMap<String, Vec<(u32, f64)>>, handler: &str) -> Option<f64> {
+    let s = summary(by_handler, handler)?;
+    let b = summary(by_handler, BASELINE)?;
+    (b.median > 0.0).then(|| s.median / b.median)
+}
+
+/// The handler columns of a results table: one rate column per handler
+/// (`unit`), one ratio column per non-baseline handler, then `tail`.
+fn write_handler_header(w: &mut String, hs: &[String], unit: &str, tail: &[&str]) {
+    let _ = write!(w, "| configuration |");
+    for h in hs {
+        let _ = write!(w, " {h} {unit} |");
+    }
+    for h in hs.iter().filter(|h| *h != BASELINE) {
+        let _ = write!(w, " {h} ratio |");
+    }
+    for t in tail {
+        let _ = write!(w, " {t} |");
+    }
+    let _ = writeln!(w);
+    let cols = hs.len() * 2 - 1 + tail.len();
+    let _ = writeln!(w, "|---|{}", "---|".repeat(cols));
+}
+
+/// The cells of [`write_handler_header`]'s handler columns for one
+/// configuration: rates scaled by `scale` with `digits` decimals, then each
+/// ratio with its round-by-round range.
+fn write_handler_cells(
+    w: &mut String,
+    m: &BTreeMap<String, Vec<(u32, f64)>>,
+    hs: &[String],
+    scale: f64,
+    digits: usize,
+) {
+    for h in hs {
+        let _ = write!(
+            w,
+            " {} |",
+            summary(m, h).map_or("-".into(), |s| fmt_rate(&s, scale, digits))
+        );
+    }
+    for h in hs.iter().filter(|h| *h != BASELINE) {
+        let range =
+            round_ratio_range(m, h).map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
+        let _ = write!(w, " {}{range} |", fmt_ratio(ratio_to_base(m, h)));
+    }
+}
+
 /// A compared configuration: the ratio of ptr_ring to the baseline and its
 /// target verdict.
 struct Row {
@@ -194,12 +244,7 @@ fn compare(
 ) -> Row {
     let base = summary(by_handler, BASELINE);
     let ours = summary(by_handler, OURS);
-    let ratio_of = |h: &str| {
-        let s = summary(by_handler, h)?;
-        let b = base?;
-        (b.median > 0.0).then(|| s.median / b.median)
-    };
-    let ratio = ratio_of(OURS);
+    let ratio = ratio_to_base(by_handler, OURS);
     let verdict = match (target, ratio, ours, base) {
         (Some(t), Some(r), Some(o), Some(b)) => Some(t.verdict(r, &o, &b)),
         _ => None,
@@ -207,7 +252,7 @@ fn compare(
     Row {
         label,
         ratio,
-        stack: ratio_of("stack"),
+        stack: ratio_to_base(by_handler, "stack"),
         target,
         verdict,
     }
@@ -337,12 +382,10 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         let Some(t) = row.target else { continue };
         let range = round_ratio_range(by_handler, OURS)
             .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
-        let vs_base = |h: &str| {
-            summary(by_handler, h)
-                .zip(summary(by_handler, BASELINE))
-                .map(|(s, b)| s.median / b.median)
-        };
-        let (sp_sc, floor) = (vs_base("ring_sp_sc"), vs_base("floor_lifo"));
+        let (sp_sc, floor) = (
+            ratio_to_base(by_handler, "ring_sp_sc"),
+            ratio_to_base(by_handler, "floor_lifo"),
+        );
         let on_cpu = on_cpu.map_or("-".to_string(), |c| {
             if c < DISTURBED {
                 disturbed += 1;
@@ -424,33 +467,15 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         meta(d, "handoff_ring"),
     );
     let hs = handlers_present(&d.mempool);
-    let _ = write!(w, "| configuration |");
-    for h in &hs {
-        let _ = write!(w, " {h} M/s |");
-    }
-    for h in hs.iter().filter(|h| *h != BASELINE) {
-        let _ = write!(w, " {h} ratio |");
-    }
-    let _ = writeln!(w, " target | verdict | lanes on CPU, lowest |");
-    let _ = writeln!(w, "|---|{}---|---|---|", "---|".repeat(hs.len() * 2 - 1));
+    write_handler_header(
+        w,
+        &hs,
+        "M/s",
+        &["target", "verdict", "lanes on CPU, lowest"],
+    );
     for (k, row) in &mrows {
-        let m = &d.mempool[k];
         let _ = write!(w, "| {} |", row.label);
-        for h in &hs {
-            let _ = write!(
-                w,
-                " {} |",
-                summary(m, h).map_or("-".into(), |s| fmt_rate(&s, 1e6, 1))
-            );
-        }
-        for h in hs.iter().filter(|h| *h != BASELINE) {
-            let r = summary(m, h)
-                .zip(summary(m, BASELINE))
-                .map(|(s, b)| s.median / b.median);
-            let range = round_ratio_range(m, h)
-                .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
-            let _ = write!(w, " {}{range} |", fmt_ratio(r));
-        }
+        write_handler_cells(w, &d.mempool[k], &hs, 1e6, 1);
         let lowest = d
             .on_cpu
             .get(k)
@@ -546,33 +571,10 @@ fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
         meta(d, "l2fwd_secs"),
     );
     let hs = handlers_present(&d.e2e);
-    let _ = write!(w, "| configuration |");
-    for h in &hs {
-        let _ = write!(w, " {h} Mpps |");
-    }
-    for h in hs.iter().filter(|h| *h != BASELINE) {
-        let _ = write!(w, " {h} ratio |");
-    }
-    let _ = writeln!(w, " target | verdict |");
-    let _ = writeln!(w, "|---|{}---|---|", "---|".repeat(hs.len() * 2 - 1));
+    write_handler_header(w, &hs, "Mpps", &["target", "verdict"]);
     for (k, row) in &erows {
-        let m = &d.e2e[k];
         let _ = write!(w, "| {} |", row.label);
-        for h in &hs {
-            let _ = write!(
-                w,
-                " {} |",
-                summary(m, h).map_or("-".into(), |s| fmt_rate(&s, 1.0, 2))
-            );
-        }
-        for h in hs.iter().filter(|h| *h != BASELINE) {
-            let r = summary(m, h)
-                .zip(summary(m, BASELINE))
-                .map(|(s, b)| s.median / b.median);
-            let range = round_ratio_range(m, h)
-                .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}-{hi:.2}]"));
-            let _ = write!(w, " {}{range} |", fmt_ratio(r));
-        }
+        write_handler_cells(w, &d.e2e[k], &hs, 1.0, 2);
         let _ = writeln!(
             w,
             " {} | {} |",
