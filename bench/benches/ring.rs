@@ -100,6 +100,18 @@ fn backoff() {
     }
 }
 
+/// Calls `attempt` until it succeeds, backing off after each failure;
+/// returns the number of failures. The one retry loop of every contender.
+#[inline(always)]
+fn retry(mut attempt: impl FnMut() -> bool) -> u64 {
+    let mut fails = 0;
+    while !attempt() {
+        fails += 1;
+        backoff();
+    }
+    fails
+}
+
 /// A ring under test. Every method moves all of its objects before
 /// returning, spinning while the ring cannot take or give them, and returns
 /// how many tries failed.
@@ -117,21 +129,11 @@ struct Ours(HeapRing);
 impl Contender for Ours {
     #[inline(always)]
     fn put(&self, objs: &[*mut c_void]) -> u64 {
-        let mut fails = 0;
-        while self.0.enqueue_bulk(objs).is_err() {
-            fails += 1;
-            backoff();
-        }
-        fails
+        retry(|| self.0.enqueue_bulk(objs).is_ok())
     }
     #[inline(always)]
     fn get(&self, out: &mut [*mut c_void]) -> u64 {
-        let mut fails = 0;
-        while self.0.dequeue_bulk(out).is_err() {
-            fails += 1;
-            backoff();
-        }
-        fails
+        retry(|| self.0.dequeue_bulk(out).is_ok())
     }
 }
 
@@ -175,32 +177,21 @@ impl Contender for RteSpSc {
     #[inline(always)]
     fn put(&self, objs: &[*mut c_void]) -> u64 {
         let n = objs.len() as u32;
-        let mut fails = 0;
         // SAFETY: a live ring; `objs` holds `n` readable pointers; one
         // producer thread at a time (the SP contract).
-        while unsafe {
-            sys::rte_ring_sp_enqueue_bulk(self.0 .0, objs.as_ptr(), n, core::ptr::null_mut())
-        } != n
-        {
-            fails += 1;
-            backoff();
-        }
-        fails
+        retry(|| unsafe {
+            sys::rte_ring_sp_enqueue_bulk(self.0 .0, objs.as_ptr(), n, core::ptr::null_mut()) == n
+        })
     }
     #[inline(always)]
     fn get(&self, out: &mut [*mut c_void]) -> u64 {
         let n = out.len() as u32;
-        let mut fails = 0;
         // SAFETY: a live ring; `out` has room for `n` pointers; one consumer
         // thread at a time (the SC contract).
-        while unsafe {
+        retry(|| unsafe {
             sys::rte_ring_sc_dequeue_bulk(self.0 .0, out.as_mut_ptr(), n, core::ptr::null_mut())
-        } != n
-        {
-            fails += 1;
-            backoff();
-        }
-        fails
+                == n
+        })
     }
 }
 
@@ -208,30 +199,19 @@ impl Contender for RteMpMc {
     #[inline(always)]
     fn put(&self, objs: &[*mut c_void]) -> u64 {
         let n = objs.len() as u32;
-        let mut fails = 0;
         // SAFETY: a live ring; `objs` holds `n` readable pointers.
-        while unsafe {
-            sys::rte_ring_mp_enqueue_bulk(self.0 .0, objs.as_ptr(), n, core::ptr::null_mut())
-        } != n
-        {
-            fails += 1;
-            backoff();
-        }
-        fails
+        retry(|| unsafe {
+            sys::rte_ring_mp_enqueue_bulk(self.0 .0, objs.as_ptr(), n, core::ptr::null_mut()) == n
+        })
     }
     #[inline(always)]
     fn get(&self, out: &mut [*mut c_void]) -> u64 {
         let n = out.len() as u32;
-        let mut fails = 0;
         // SAFETY: a live ring; `out` has room for `n` pointers.
-        while unsafe {
+        retry(|| unsafe {
             sys::rte_ring_mc_dequeue_bulk(self.0 .0, out.as_mut_ptr(), n, core::ptr::null_mut())
-        } != n
-        {
-            fails += 1;
-            backoff();
-        }
-        fails
+                == n
+        })
     }
 }
 
@@ -242,31 +222,32 @@ struct Crossbeam(ArrayQueue<usize>);
 impl Contender for Crossbeam {
     #[inline(always)]
     fn put(&self, objs: &[*mut c_void]) -> u64 {
-        let mut fails = 0;
-        for &o in objs {
-            let mut v = o as usize;
-            while let Err(back) = self.0.push(v) {
-                v = back;
-                fails += 1;
-                backoff();
-            }
-        }
-        fails
+        objs.iter()
+            .map(|&o| {
+                let mut v = o as usize;
+                retry(|| match self.0.push(v) {
+                    Ok(()) => true,
+                    Err(back) => {
+                        v = back;
+                        false
+                    }
+                })
+            })
+            .sum()
     }
     #[inline(always)]
     fn get(&self, out: &mut [*mut c_void]) -> u64 {
-        let mut fails = 0;
-        for o in out.iter_mut() {
-            loop {
-                if let Some(v) = self.0.pop() {
-                    *o = v as *mut c_void;
-                    break;
-                }
-                fails += 1;
-                backoff();
-            }
-        }
-        fails
+        out.iter_mut()
+            .map(|o| {
+                retry(|| match self.0.pop() {
+                    Some(v) => {
+                        *o = v as *mut c_void;
+                        true
+                    }
+                    None => false,
+                })
+            })
+            .sum()
     }
 }
 
