@@ -226,6 +226,7 @@ impl PoolCore {
     /// `mem` points to at least `size_of::<PoolCore>()` readable bytes
     /// (checked by magic), initialised by [`PoolCore::init`] if the magic
     /// matches, that outlive `'a`.
+    #[inline]
     pub unsafe fn attach<'a>(mem: NonNull<u8>) -> Result<&'a PoolCore, PoolError> {
         // SAFETY: the caller guarantees the header bytes are readable and live.
         let core = unsafe { &*mem.as_ptr().cast::<PoolCore>() };
@@ -547,33 +548,6 @@ impl PoolCore {
         match self.fast_cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
             Some(c) => unsafe { c.try_get_small(out) },
-            None => false,
-        }
-    }
-
-    /// [`try_get_cached`](PoolCore::try_get_cached) for any bulk size: the
-    /// copy of more than 8 objects is a `memcpy` call.
-    ///
-    /// # Safety
-    /// As for [`get`](PoolCore::get).
-    #[inline(always)]
-    pub unsafe fn try_get_cached_bulk(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
-        match self.fast_cache(lcore) {
-            // SAFETY: the caller owns this lcore's cache.
-            Some(c) => unsafe { c.try_get(out) },
-            None => false,
-        }
-    }
-
-    /// [`try_put_cached`](PoolCore::try_put_cached) for any bulk size.
-    ///
-    /// # Safety
-    /// As for [`put`](PoolCore::put).
-    #[inline(always)]
-    pub unsafe fn try_put_cached_bulk(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
-        match self.fast_cache(lcore) {
-            // SAFETY: the caller owns this lcore's cache.
-            Some(c) => unsafe { c.try_put(objs) },
             None => false,
         }
     }

@@ -180,7 +180,8 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
 /// `ops->enqueue`. The fast path (up to 8 objects pushed onto the calling
 /// lcore's own cache, see `PoolCore::try_put_cached`) is inlined here: no
 /// call, no stack frame; everything else, larger bulks included (their
-/// `memcpy` call amortised), goes through [`enqueue_slow`].
+/// `memcpy` call amortised; `PoolCore::put` tries the cache first), goes
+/// through [`enqueue_slow`].
 unsafe extern "C" fn enqueue(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
@@ -206,31 +207,12 @@ unsafe extern "C" fn enqueue(
             }
         }
         // SAFETY: forwarded DPDK arguments.
-        unsafe { enqueue_bulk(mp, objs, n) }
+        unsafe { enqueue_slow(mp, objs, n) }
     })
 }
 
-/// The cache fast path for bulks above 8 objects (their `memcpy` call kept
-/// out of [`enqueue`]), then [`enqueue_slow`].
-#[inline(never)]
-unsafe fn enqueue_bulk(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
-    // SAFETY: DPDK passes its own mempool.
-    if let Some(z) = unsafe { zone::attach_fast(mp) } {
-        // SAFETY: as in `enqueue` (the hint was cleared there).
-        if unsafe {
-            z.core.try_put_cached_bulk(
-                sys::lcore_id(),
-                core::slice::from_raw_parts(objs, n as usize),
-            )
-        } {
-            return 0;
-        }
-    }
-    // SAFETY: forwarded DPDK arguments.
-    unsafe { enqueue_slow(mp, objs, n) }
-}
-
-/// Every enqueue the cache fast path did not take: a full or closed cache,
+/// Every enqueue the inlined fast path did not take: more than 8 objects, a
+/// full or closed cache,
 /// a caller without an lcore id, validation mode, or a pool that is not ours.
 #[inline(never)]
 unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
@@ -276,31 +258,12 @@ unsafe extern "C" fn dequeue(
             }
         }
         // SAFETY: forwarded DPDK arguments.
-        unsafe { dequeue_bulk(mp, objs, n) }
+        unsafe { dequeue_slow(mp, objs, n) }
     })
 }
 
-/// The cache fast path for bulks above 8 objects, then [`dequeue_slow`].
-#[inline(never)]
-unsafe fn dequeue_bulk(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
-    // SAFETY: DPDK passes its own mempool.
-    if let Some(z) = unsafe { zone::attach_fast(mp) } {
-        // SAFETY: as in `dequeue`.
-        if unsafe {
-            z.core.try_get_cached_bulk(
-                sys::lcore_id(),
-                core::slice::from_raw_parts_mut(objs, n as usize),
-            )
-        } {
-            z.header.clear_trailing_failures();
-            return 0;
-        }
-    }
-    // SAFETY: forwarded DPDK arguments.
-    unsafe { dequeue_slow(mp, objs, n) }
-}
-
-/// Every dequeue the cache fast path did not serve: a refill, a caller
+/// Every dequeue the inlined fast path did not serve: more than 8 objects, a
+/// refill, a caller
 /// without an lcore id, validation mode, or a pool that is not ours.
 #[inline(never)]
 unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
