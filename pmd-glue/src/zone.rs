@@ -126,25 +126,19 @@ pub unsafe fn create(
 /// 8 readable bytes (true of every handler's private data).
 #[inline(always)]
 pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueError> {
-    // SAFETY: per the caller's contract.
-    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<u8>();
-    if base.is_null() {
-        return Err(GlueError::NotOurPool { addr: 0 });
-    }
-    // SAFETY: at least 8 readable bytes at `base` (caller's contract); the
-    // first word of our header is the magic, read atomically.
-    let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
-    if magic != ZONE_MAGIC {
-        return Err(GlueError::NotOurPool {
-            addr: base as usize,
-        });
-    }
-    // SAFETY: the magic proves `create` initialised header and core here.
-    unsafe {
-        let header = &*base.cast::<ZoneHeader>();
-        let core = PoolCore::attach(NonNull::new_unchecked(base.add(HEADER_BYTES)))?;
-        Ok(Zone { header, core })
-    }
+    // SAFETY: per the caller's contract (the same as `attach_fast`'s).
+    let Some(z) = (unsafe { attach_fast(mp) }) else {
+        // SAFETY: per the caller's contract.
+        let base = unsafe { (*mp).__bindgen_anon_1.pool_data } as usize;
+        return Err(GlueError::NotOurPool { addr: base });
+    };
+    // The core's own magic too: a second, independent check of the block.
+    // SAFETY: the zone magic proves `create` initialised the core here.
+    let core = unsafe { PoolCore::attach(NonNull::from(z.core).cast::<u8>()) }?;
+    Ok(Zone {
+        header: z.header,
+        core,
+    })
 }
 
 /// [`attach`] for the get/put fast path: the same zone check (null and
