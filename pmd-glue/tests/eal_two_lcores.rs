@@ -92,6 +92,15 @@ unsafe extern "C" fn producer(arg: *mut c_void) -> c_int {
     0
 }
 
+/// Up to `BURST` mbufs from the hand-over ring (possibly none).
+fn take_burst(ring: *mut sys::rte_ring, bufs: &mut [*mut c_void; BURST]) -> &[*mut c_void] {
+    // SAFETY: a live ring (the caller's), room for BURST pointers.
+    let n = unsafe {
+        sys::rte_ring_dequeue_burst(ring, bufs.as_mut_ptr(), BURST as u32, core::ptr::null_mut())
+    };
+    &bufs[..n as usize]
+}
+
 /// One run; `flags` are mempool flags (`RTE_MEMPOOL_F_SP_PUT |
 /// RTE_MEMPOOL_F_SC_GET` is legal here: lcore 1 is the only getter, lcore 0
 /// the only putter, and the setup and teardown happen while the other is idle).
@@ -142,16 +151,7 @@ fn run(cache: u32, flags: u32) {
             bad = Some(format!("timeout after {expect} of {TOTAL} mbufs"));
             break;
         }
-        // SAFETY: a live ring, room for BURST pointers.
-        let n = unsafe {
-            sys::rte_ring_dequeue_burst(
-                ring,
-                bufs.as_mut_ptr(),
-                BURST as u32,
-                core::ptr::null_mut(),
-            )
-        };
-        for &b in &bufs[..n as usize] {
+        for &b in take_burst(ring, &mut bufs) {
             let m = b.cast::<sys::rte_mbuf>();
             // SAFETY: an mbuf passed to us by the producer.
             let got = unsafe { data_u64(m).read() };
@@ -171,19 +171,11 @@ fn run(cache: u32, flags: u32) {
     // SAFETY: wait for the producer to return.
     let pr = unsafe { sys::rte_eal_wait_lcore(1) };
     loop {
-        // SAFETY: as above.
-        let n = unsafe {
-            sys::rte_ring_dequeue_burst(
-                ring,
-                bufs.as_mut_ptr(),
-                BURST as u32,
-                core::ptr::null_mut(),
-            )
-        };
-        if n == 0 {
+        let got = take_burst(ring, &mut bufs);
+        if got.is_empty() {
             break;
         }
-        for &b in &bufs[..n as usize] {
+        for &b in got {
             // SAFETY: ours to free.
             unsafe { sys::rte_pktmbuf_free(b.cast()) };
         }
