@@ -14,6 +14,25 @@
 extern "C" {
 #endif
 
+/* Per-pool settings: pass a pointer to one as the pool_config argument of
+ * rte_mempool_set_ops_byname(mp, "ptr_ring", &cfg). It is read once, when the
+ * pool is populated, and must live until then. A field left at -1 keeps the
+ * process-wide default (PTR_RING_CACHE_SIZE, PTR_RING_VALIDATE); a NULL
+ * pool_config keeps them all. Anything else out of range makes the populate
+ * fail with -EINVAL and a log line naming the field. */
+#define PTR_RING_POOL_CONFIG_VERSION 1
+
+struct ptr_ring_pool_config {
+	uint32_t version;   /* PTR_RING_POOL_CONFIG_VERSION */
+	int32_t cache_size; /* handler per-lcore cache: -1 default, 0 off,
+			     * N objects (N <= min(512, pool size / 1.5)) */
+	int32_t validate;   /* validation mode: -1 default, 0 off, 1 on */
+	uint32_t reserved;  /* 0 */
+};
+
+#define PTR_RING_POOL_CONFIG_DEFAULT \
+	{ PTR_RING_POOL_CONFIG_VERSION, -1, -1, 0 }
+
 struct ptr_ring_stats {
 	uint64_t size;               /* objects the pool was created for */
 	uint64_t populated;          /* objects laid out by populate */

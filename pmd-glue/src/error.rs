@@ -59,6 +59,12 @@ pub enum GlueError {
         /// Negative errno or rte_errno.
         errno: i32,
     },
+    /// `pool_config` of `rte_mempool_set_ops_byname` refused.
+    #[error("bad struct ptr_ring_pool_config: {why}")]
+    BadPoolConfig {
+        /// What is wrong with it.
+        why: String,
+    },
     /// EAL arguments could not be passed (interior NUL).
     #[error("bad EAL argument {arg:?}")]
     BadArg {
@@ -74,6 +80,7 @@ impl GlueError {
             GlueError::Core(e) => e.errno(),
             GlueError::NotOurPool { .. }
             | GlueError::NameTooLong { .. }
+            | GlueError::BadPoolConfig { .. }
             | GlueError::BadArg { .. } => -libc::EINVAL,
             GlueError::NoMemory { .. } => -libc::ENOMEM,
             GlueError::NoZone { .. } => -libc::ENOENT,

@@ -9,7 +9,8 @@
 //! * [`zone`]: the per-pool memzone holding the handler's state;
 //! * [`log`], [`telemetry`]: the `mempool.ptr_ring` log type and
 //!   `/ptr_ring/...` telemetry commands;
-//! * [`settings`]: environment switches read at load;
+//! * [`settings`]: environment switches read at load (process-wide
+//!   defaults), [`pool_config`]: per-pool overrides;
 //! * [`port`]: safe port shutdown, deferred release, device events, DMA mapper;
 //! * [`api`], [`capi`]: safe Rust API and the C API of
 //!   `include/rte_mempool_ptr_ring.h`.
@@ -21,6 +22,7 @@ pub mod capi;
 pub mod error;
 pub mod log;
 pub mod ops;
+pub mod pool_config;
 pub mod port;
 pub mod settings;
 pub mod telemetry;

@@ -10,7 +10,7 @@ use mempool::{ChunkSpec, Iova, PoolConfig, PoolError, VirtAddr, VirtRange};
 
 use crate::error::GlueError;
 use crate::log::Level;
-use crate::{log, settings, zone};
+use crate::{log, pool_config, settings, zone};
 
 /// Name under which the handler registers.
 pub const OPS_NAME: &str = "ptr_ring";
@@ -103,7 +103,12 @@ fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
 
 unsafe extern "C" fn alloc(mp: *mut sys::rte_mempool) -> c_int {
     guard("alloc", || {
-        let cfg = config_for(mp);
+        let mut cfg = config_for(mp);
+        // SAFETY: DPDK calls alloc with a valid mempool whose `pool_config`
+        // is what the application passed to rte_mempool_set_ops_byname.
+        if let Err(e) = unsafe { pool_config::apply_from(mp, &mut cfg) } {
+            return report(mp, "alloc", &e);
+        }
         // SAFETY: DPDK calls alloc with a valid mempool.
         let ops_index = unsafe { (*mp).ops_index };
         // SAFETY: as above.
