@@ -17,7 +17,7 @@ build: setup
 test: build
 	$(CARGO) test --release --workspace
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
-		--test loom_ptr_ring --test loom_pool
+		--test loom_ptr_ring --test loom_ring_room --test loom_pool
 	TEST_DPDK_SKIP_CARGO=1 bash scripts/test-dpdk.sh
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256

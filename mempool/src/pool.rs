@@ -68,6 +68,9 @@ struct Header {
     caches_offset: usize,
     lcore_stride: usize,
     ring_offset: usize,
+    /// The handler cache is off (`cache_size == 0`): the inlined fast
+    /// paths of an EAL lcore go straight to the ring.
+    direct: bool,
     validate: bool,
     layout: PoolLayout,
 }
@@ -183,6 +186,7 @@ impl PoolCore {
                     caches_offset: layout.caches_offset,
                     lcore_stride: layout.lcore_stride,
                     ring_offset: layout.ring_offset,
+                    direct: layout.cache_size == 0,
                     validate: cfg.validate,
                     layout: *layout,
                 }),
@@ -535,37 +539,62 @@ impl PoolCore {
     }
 
     /// The get fast path alone, for a caller that wants it inlined into its
-    /// own entry point: pops `out.len()` objects (at most 8; the copy is
-    /// inline, with no call) from lcore `lcore`'s cache when validation is
-    /// off and the cache holds enough. Returns `false`,
-    /// having changed nothing, in every other case; the caller then calls
-    /// [`get`](PoolCore::get), which handles them all.
+    /// own entry point. For an lcore with a cache (validation off): with the
+    /// handler cache on, pops `out.len()` objects (at most 8; the copy is
+    /// inline, with no call) when the cache holds enough; with it off, takes
+    /// them straight from the ring (any count) and counts them on the
+    /// lcore's own line, with no shared write beyond the ring's. Returns
+    /// `false`, having changed nothing, in every other case (a miss, a
+    /// closed or draining pool, an empty ring, a caller without an lcore
+    /// id, validation mode); the caller then calls [`get`](PoolCore::get),
+    /// which handles them all and reports errors.
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get).
     #[inline(always)]
     pub unsafe fn try_get_cached(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
-        match self.fast_cache(lcore) {
+        let Some(c) = self.fast_cache(lcore) else {
+            return false;
+        };
+        if !self.hdr.direct {
             // SAFETY: the caller owns this lcore's cache.
-            Some(c) => unsafe { c.try_get_small(out) },
-            None => false,
+            return unsafe { c.try_get_small(out) };
         }
+        if self.shutdown.state() != PoolState::Active {
+            return false;
+        }
+        if self.ring().dequeue_bulk(out).is_err() {
+            return false;
+        }
+        c.count_hold(out.len());
+        true
     }
 
     /// The put fast path alone (see [`try_get_cached`](PoolCore::try_get_cached)):
-    /// pushes `objs` (at most 8) onto lcore `lcore`'s cache when validation
-    /// is off and they fit under its limit; otherwise returns `false`, having changed
-    /// nothing, and the caller calls [`put`](PoolCore::put).
+    /// with the handler cache on, pushes `objs` (at most 8) onto lcore
+    /// `lcore`'s cache when they fit under its limit; with it off, puts them
+    /// straight into the ring and counts them on the lcore's own line.
+    /// Otherwise returns `false`, having changed nothing, and the caller
+    /// calls [`put`](PoolCore::put).
     ///
     /// # Safety
     /// As for [`put`](PoolCore::put).
     #[inline(always)]
     pub unsafe fn try_put_cached(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
-        match self.fast_cache(lcore) {
+        let Some(c) = self.fast_cache(lcore) else {
+            return false;
+        };
+        if !self.hdr.direct {
             // SAFETY: the caller owns this lcore's cache.
-            Some(c) => unsafe { c.try_put_small(objs) },
-            None => false,
+            return unsafe { c.try_put_small(objs) };
         }
+        if self.shutdown.state() == PoolState::Released || self.ring().enqueue_bulk(objs).is_err() {
+            return false;
+        }
+        // The last touch of the pool: once the count is visible a
+        // concurrent deferred release may free it (see `Shutdown`).
+        c.count_release(objs.len());
+        true
     }
 
     /// Get without a cache: straight from the ring, shared counter.

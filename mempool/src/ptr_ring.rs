@@ -18,8 +18,9 @@
 //!   each side's indices have a single writer either way, and the two sides
 //!   only ever communicate through the slots.
 //! * The consumer advances `head` (next valid entry) and only once
-//!   `head - tail >= batch` does it clear `[tail, head)`, in reverse order, so
-//!   that the line a waiting producer polls (at `tail`) is written last.
+//!   `head - tail >= batch` does it clear `[tail, head)`, in sequence order,
+//!   like the fills: so the last slot of a range being free (full) means the
+//!   whole range is, and each side checks one slot per bulk.
 //!   Consumed-but-not-cleared slots still look full to producers: the ring has
 //!   `batch - 1` more slots than its [`capacity`](RingLayout::capacity) so that
 //!   the lag can never make an enqueue within capacity fail.
@@ -496,7 +497,7 @@ impl PtrRing {
         }
         // Branch-free null scan (one test for the whole bulk), before the
         // lock; the position only on the error path.
-        if objs.iter().fold(false, |z, o| z | o.is_null()) {
+        if any_null(objs) {
             let index = objs.iter().position(|o| o.is_null()).unwrap_or(0);
             return Err(RingError::NullObject { index });
         }
@@ -505,23 +506,18 @@ impl PtrRing {
         // previous writer happens-before us (the producer lock we hold, or
         // the single-producer contract).
         let p = self.producer.seq.load(Ordering::Relaxed);
-        let (a, b) = self.runs(p, n);
-        // Branch-free OR of every target slot: one test for the whole bulk.
-        // Relaxed: a full slot turns free only by the consumer's invalidation
-        // store, and we take no data from it; coherence of each slot orders
-        // our fill below after the clear we read. Slots are only ever filled
-        // by the producer side, so a slot read free stays free until we
-        // fill it.
-        let mut busy = 0usize;
-        for s in a {
-            busy |= s.load(Ordering::Relaxed);
-        }
-        for s in b {
-            busy |= s.load(Ordering::Relaxed);
-        }
-        if busy != 0 {
+        // Acquire pairs with the Release clears in `invalidate`. Clears
+        // happen in sequence order (one consumer at a time, each clearing
+        // its range first to last, each invalidation happening-before the
+        // next), so the last slot of the bulk being free means every slot
+        // of it is, and every one of those clears happens-before our fills
+        // below. One load for the whole bulk. Slots are only ever filled by
+        // the producer side, so a slot read free stays free until we fill
+        // it.
+        if self.slot(p.wrapping_add(n - 1)).load(Ordering::Acquire) != 0 {
             return Err(RingError::NoSpace { requested: n });
         }
+        let (a, b) = self.runs(p, n);
         // Relaxed, published before the fills, so a consumer can never be
         // seen ahead of `seq` (keeps `len` non-negative): pairs, through the
         // Release fills below and the consumer's Release `head` store in
@@ -532,16 +528,9 @@ impl PtrRing {
         // Fills in sequence order (first run, then the wrapped one): the
         // consumer relies on it (see `dequeue_bulk`).
         let (oa, ob) = objs.split_at(a.len());
-        for (s, &o) in a.iter().zip(oa) {
-            // Release pairs with the Acquire loads in `dequeue_bulk`,
-            // `dequeue_burst` and `is_empty`: the object's contents and every
-            // earlier fill are visible to whoever sees this pointer.
-            s.store(o as usize, Ordering::Release);
-        }
-        for (s, &o) in b.iter().zip(ob) {
-            // Release pairs with the Acquire loads in `dequeue_bulk`,
-            // `dequeue_burst` and `is_empty` (as above).
-            s.store(o as usize, Ordering::Release);
+        fill_run(a, oa);
+        if !b.is_empty() {
+            fill_run(b, ob);
         }
         Ok(())
     }
@@ -557,9 +546,9 @@ impl PtrRing {
         // happens-before us (producer lock or single-producer contract).
         let p = self.producer.seq.load(Ordering::Relaxed);
         let s = self.slot(p);
-        // Relaxed: only coherence with the consumer's invalidation store of
-        // this slot is needed (see `enqueue_bulk`).
-        if s.load(Ordering::Relaxed) != 0 {
+        // Acquire pairs with the Release clear in `invalidate` (see
+        // `enqueue_bulk`).
+        if s.load(Ordering::Acquire) != 0 {
             return Err(RingError::NoSpace { requested: 1 });
         }
         // Relaxed, before the fill: pairs, through the Release fill and the
@@ -624,14 +613,9 @@ impl PtrRing {
     #[inline(always)]
     fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
         let (oa, ob) = out.split_at_mut(a.len());
-        for (o, s) in oa.iter_mut().zip(a) {
-            // Relaxed: made visible by the caller's Acquire load of the last
-            // slot (pairs with its Release fill in `enqueue_bulk`).
-            *o = s.load(Ordering::Relaxed) as *mut c_void;
-        }
-        for (o, s) in ob.iter_mut().zip(b) {
-            // Relaxed: as above.
-            *o = s.load(Ordering::Relaxed) as *mut c_void;
+        copy_run(a, oa);
+        if !b.is_empty() {
+            copy_run(b, ob);
         }
         debug_assert!(
             out.iter().all(|o| !o.is_null()),
@@ -715,24 +699,19 @@ impl PtrRing {
         }
     }
 
-    /// Clears `[tail, head)` in reverse order, so the slot at `tail` (the one
-    /// a producer waiting for room polls) is written last. The range is at
-    /// most `batch - 1 + capacity <= slots` long.
+    /// Clears `[tail, head)` in sequence order (first run, then the wrapped
+    /// one), so that clears, like fills, happen in sequence order: a
+    /// producer then learns from one slot that a whole bulk is free (see
+    /// `enqueue_bulk`). The kernel clears in reverse, so that the line a
+    /// producer spinning on a full ring polls is written last; a mempool's
+    /// ring holds every object of its pool and is never polled full. The
+    /// range is at most `batch - 1 + capacity <= slots` long.
     #[inline(always)]
     fn invalidate(&self, tail: usize, head: usize) {
         let (a, b) = self.runs(tail, head.wrapping_sub(tail));
-        // Reverse order over the runs: the wrapped run (higher sequence
-        // numbers) backwards first, then the first run backwards.
-        for s in b.iter().rev() {
-            // Release pairs with the Acquire slot load in `is_empty`: whoever
-            // sees this null also sees the `head` store in `consume` that
-            // precedes it. Producers need nothing from it (see enqueue_bulk).
-            s.store(0, Ordering::Release);
-        }
-        for s in a.iter().rev() {
-            // Release pairs with the Acquire slot load in `is_empty` (as
-            // above).
-            s.store(0, Ordering::Release);
+        clear_run(a);
+        if !b.is_empty() {
+            clear_run(b);
         }
         // Relaxed: only the consumer side reads `tail`.
         self.consumer.tail.store(head, Ordering::Relaxed);
@@ -788,6 +767,84 @@ impl PtrRing {
         let n = p.wrapping_sub(h);
         debug_assert!(n <= self.slots(), "ptr_ring len {n} above slot count");
         n.min(self.slots())
+    }
+}
+
+/// Whether any of `objs` is null, without a branch or a compare per
+/// object: the top bit of `(o - 1) & !o` is set exactly when `o == 0` (for
+/// `o >= 1`, `o - 1` has the top bit only if `o` has it, and `!o` then has
+/// not), so the OR of those words over the bulk answers for all of them, in
+/// three vector operations per two pointers.
+#[inline(always)]
+fn any_null(objs: &[*mut c_void]) -> bool {
+    let acc = objs.iter().fold(0usize, |acc, &o| {
+        let o = o as usize;
+        acc | (o.wrapping_sub(1) & !o)
+    });
+    acc >> (usize::BITS - 1) != 0
+}
+
+/// Fills the slots of `run` with `objs` (same length), in sequence order,
+/// four at a time. Each store is Release and pairs with the Acquire loads in
+/// `dequeue_bulk`, `dequeue_burst` and `is_empty`: an object's contents and
+/// every earlier fill are visible to whoever sees its pointer.
+#[inline(always)]
+fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
+    debug_assert_eq!(run.len(), objs.len());
+    let mut d = run.chunks_exact(4);
+    let mut s = objs.chunks_exact(4);
+    for (d, s) in (&mut d).zip(&mut s) {
+        // Release: see above, in sequence order.
+        d[0].store(s[0] as usize, Ordering::Release);
+        d[1].store(s[1] as usize, Ordering::Release);
+        d[2].store(s[2] as usize, Ordering::Release);
+        d[3].store(s[3] as usize, Ordering::Release);
+    }
+    for (d, &s) in d.remainder().iter().zip(s.remainder()) {
+        // Release: as above.
+        d.store(s as usize, Ordering::Release);
+    }
+}
+
+/// Copies the (filled) slots of `run` into `out` (same length), four at a
+/// time. Relaxed: the caller's Acquire load of the bulk's last slot (pairs
+/// with its Release fill in `fill_run`) made every fill visible.
+#[inline(always)]
+fn copy_run(run: &[AtomicUsize], out: &mut [*mut c_void]) {
+    debug_assert_eq!(run.len(), out.len());
+    let mut s = run.chunks_exact(4);
+    let mut d = out.chunks_exact_mut(4);
+    for (s, d) in (&mut s).zip(&mut d) {
+        // Relaxed: see above.
+        d[0] = s[0].load(Ordering::Relaxed) as *mut c_void;
+        d[1] = s[1].load(Ordering::Relaxed) as *mut c_void;
+        d[2] = s[2].load(Ordering::Relaxed) as *mut c_void;
+        d[3] = s[3].load(Ordering::Relaxed) as *mut c_void;
+    }
+    for (s, d) in s.remainder().iter().zip(d.into_remainder()) {
+        // Relaxed: as above.
+        *d = s.load(Ordering::Relaxed) as *mut c_void;
+    }
+}
+
+/// Clears the slots of `run` in sequence order, four at a time. Release
+/// pairs with the Acquire slot loads of the producer's room check (which
+/// relies on the order, see `PtrRing::enqueue_bulk`) and of `is_empty`
+/// (whoever sees a null also sees the `head` store that precedes it in
+/// `PtrRing::consume`).
+#[inline(always)]
+fn clear_run(run: &[AtomicUsize]) {
+    let mut d = run.chunks_exact(4);
+    for d in &mut d {
+        // Release: see above, in sequence order.
+        d[0].store(0, Ordering::Release);
+        d[1].store(0, Ordering::Release);
+        d[2].store(0, Ordering::Release);
+        d[3].store(0, Ordering::Release);
+    }
+    for d in d.remainder() {
+        // Release: as above.
+        d.store(0, Ordering::Release);
     }
 }
 
@@ -856,5 +913,33 @@ impl Drop for HeapRing {
         }
         // SAFETY: allocated in `new` with this layout.
         unsafe { std::alloc::dealloc(self.mem.as_ptr(), self.layout) };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_null_finds_a_null_anywhere_and_only_a_null() {
+        let words = [
+            1usize,
+            2,
+            0x7fff_ffff_ffff,
+            usize::MAX,
+            1 << (usize::BITS - 1),
+            (1 << (usize::BITS - 1)) + 1,
+        ];
+        for n in 0..40usize {
+            let objs: Vec<*mut c_void> = (0..n)
+                .map(|i| words[i % words.len()] as *mut c_void)
+                .collect();
+            assert!(!any_null(&objs), "no null among {n}");
+            for k in 0..n {
+                let mut with = objs.clone();
+                with[k] = core::ptr::null_mut();
+                assert!(any_null(&with), "null at {k} of {n}");
+            }
+        }
     }
 }

@@ -1,0 +1,142 @@
+//! The inlined fast paths of a pool whose handler cache is off
+//! (`cache_size 0`): an EAL lcore's get and put go straight to the ring and
+//! count on the lcore's own line; every other case is refused with nothing
+//! changed, so that the caller's slow path handles (and reports) it.
+#![cfg(not(loom))]
+
+mod common;
+
+use core::ptr::null_mut;
+
+use common::*;
+use mempool::{PoolConfig, PoolError, PoolState, RejectKind};
+
+fn cfg(cache: usize) -> PoolConfig {
+    PoolConfig {
+        max_lcores: 4,
+        cache_size: Some(cache),
+        ..PoolConfig::new(64)
+    }
+}
+
+#[test]
+fn cache_off_gets_and_puts_go_to_the_ring_and_are_counted() {
+    let pool = populated_pool(cfg(0), 0);
+    let mut out = [null_mut(); 5];
+    // SAFETY: one thread, lcore 1.
+    assert!(unsafe { pool.try_get_cached(1, &mut out) });
+    assert_eq!(pool.inflight(), 5);
+    assert_eq!(pool.ring().len(), 59);
+    assert_eq!(pool.in_caches(), 0);
+    // SAFETY: as above; lcore 2 returns what lcore 1 took.
+    assert!(unsafe { pool.try_put_cached(2, &out) });
+    assert_eq!(pool.inflight(), 0);
+    assert_eq!(pool.ring().len(), 64);
+    let s = pool.stats();
+    if s.accounting {
+        // Every object was put once by populate and taken and returned once.
+        assert_eq!(s.hold, 5, "{s:?}");
+        assert_eq!(s.release, 64 + 5, "{s:?}");
+    }
+    assert_conserved(&pool);
+    assert_exactly_once(&pool);
+}
+
+#[test]
+fn cache_off_refuses_what_the_ring_cannot_do_and_changes_nothing() {
+    let pool = populated_pool(cfg(0), 0);
+    let mut all = vec![null_mut(); 64];
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_get_cached(0, &mut all) });
+    let mut one = [null_mut(); 1];
+    // SAFETY: one thread.
+    assert!(!unsafe { pool.try_get_cached(0, &mut one) }, "empty ring");
+    assert_eq!(pool.inflight(), 64);
+    // SAFETY: one thread.
+    assert!(!unsafe { pool.try_put_cached(0, &[null_mut()]) }, "null");
+    // SAFETY: one thread; the slow path reports what the fast path refused.
+    let e = unsafe { pool.get(0, &mut one) }.unwrap_err();
+    assert!(matches!(e, PoolError::Exhausted { .. }), "{e:?}");
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_put_cached(0, &all) });
+    assert_eq!(pool.inflight(), 0);
+    assert_exactly_once(&pool);
+}
+
+#[test]
+fn cache_off_fast_paths_follow_the_shutdown_state() {
+    let pool = populated_pool(cfg(0), 0);
+    let mut out = [null_mut(); 2];
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_get_cached(0, &mut out) });
+    let mut m = CountingMapper::default();
+    pool.begin_drain(0, &mut m).unwrap();
+    assert_eq!(pool.state(), PoolState::Draining);
+    let mut more = [null_mut(); 1];
+    // SAFETY: one thread. No gets once draining...
+    assert!(!unsafe { pool.try_get_cached(0, &mut more) });
+    // ...but late returns still go back.
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_put_cached(0, &out[..1]) });
+    assert_eq!(pool.inflight(), 1);
+    // SAFETY: one thread.
+    assert!(unsafe { pool.put(0, &out[1..]) }.is_ok());
+    pool.poll(1, &mut m);
+    assert_eq!(pool.state(), PoolState::Released);
+    // After the release a put is refused, counted, and the ring untouched.
+    // SAFETY: one thread.
+    assert!(!unsafe { pool.try_put_cached(0, &out[..1]) });
+    // SAFETY: one thread.
+    let e = unsafe { pool.put(0, &out[..1]) }.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PoolError::Rejected {
+                kind: RejectKind::AfterRelease,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(pool.ring().len(), 64);
+}
+
+#[test]
+fn only_lcores_with_a_cache_slot_and_no_validation_take_the_fast_path() {
+    let pool = populated_pool(cfg(0), 0);
+    let mut out = [null_mut(); 1];
+    // SAFETY: one thread; ids without a slot are refused...
+    assert!(!unsafe { pool.try_get_cached(4, &mut out) });
+    // SAFETY: as above.
+    assert!(!unsafe { pool.try_get_cached(u32::MAX, &mut out) });
+    let validating = populated_pool(
+        PoolConfig {
+            validate: true,
+            ..cfg(0)
+        },
+        0,
+    );
+    // SAFETY: ...and so is every call in validation mode.
+    assert!(!unsafe { validating.try_get_cached(0, &mut out) });
+    assert_eq!(pool.inflight(), 0);
+    assert_eq!(validating.inflight(), 0);
+}
+
+#[test]
+fn cache_on_fast_path_is_unchanged() {
+    let pool = populated_pool(cfg(8), 0);
+    let mut out = [null_mut(); 1];
+    // SAFETY: one thread. The cache of lcore 3 is empty: the inlined path
+    // does not refill (the slow path does).
+    assert!(!unsafe { pool.try_get_cached(3, &mut out) });
+    // SAFETY: one thread.
+    unsafe { pool.get(3, &mut out) }.unwrap();
+    // SAFETY: one thread; now the refilled cache serves it.
+    assert!(unsafe { pool.try_put_cached(3, &out) });
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_get_cached(3, &mut out) });
+    assert!(pool.cache_len(3) > 0);
+    // SAFETY: one thread.
+    unsafe { pool.put(3, &out) }.unwrap();
+    assert_eq!(pool.inflight(), 0);
+}

@@ -1,0 +1,77 @@
+//! loom model of the producer's one-slot room check: a bulk enqueue looks
+//! only at the last slot it needs, which is sound because the consumer
+//! clears consumed slots in sequence order. The model races an enqueue of
+//! two objects into slots that a concurrent dequeue is clearing; if the
+//! clears ran in another order (the kernel's reverse order), the producer
+//! could see its last slot free, fill the first one, and have the consumer
+//! clear the new object away: the exactly-once check below catches that.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p mempool --release --test loom_ring_room`
+#![cfg(loom)]
+
+use core::ffi::c_void;
+
+use loom::sync::Arc;
+use loom::thread;
+use mempool::{HeapRing, RingLayout};
+
+fn obj(i: usize) -> *mut c_void {
+    i as *mut c_void
+}
+
+fn check(single: bool) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(move || {
+        // Capacity 3, batch 2: 4 slots.
+        let layout = RingLayout::with_batch(3, 2).unwrap();
+        // SAFETY: one producer thread and one consumer thread at a time.
+        let layout = unsafe {
+            layout
+                .with_single_producer(single)
+                .with_single_consumer(single)
+        };
+        let r = Arc::new(HeapRing::new(layout));
+        assert_eq!(r.slots(), 4);
+        // Sequence 0..3 filled, 0 consumed (not yet cleared: lag 1), then
+        // sequence 3: slots 0..3 all hold something or await a clear.
+        r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
+        let mut one = [core::ptr::null_mut(); 1];
+        r.dequeue_bulk(&mut one).unwrap();
+        assert_eq!(one[0], obj(1));
+        r.enqueue_bulk(&[obj(4)]).unwrap();
+        let consumer = {
+            let r = r.clone();
+            thread::spawn(move || {
+                // Takes sequence 1 and 2; the lag reaches the batch, so it
+                // clears slots 0, 1 and 2 while the producer runs.
+                let mut two = [core::ptr::null_mut(); 2];
+                r.dequeue_bulk(&mut two).unwrap();
+                assert_eq!(two, [obj(2), obj(3)]);
+            })
+        };
+        // Sequence 4 and 5: slots 0 and 1, the last of which the consumer
+        // may clear before the first.
+        while r.enqueue_bulk(&[obj(5), obj(6)]).is_err() {
+            thread::yield_now();
+        }
+        consumer.join().unwrap();
+        let mut rest = [core::ptr::null_mut(); 3];
+        r.dequeue_bulk(&mut rest)
+            .expect("every object enqueued is still in the ring");
+        assert_eq!(rest, [obj(4), obj(5), obj(6)]);
+        assert!(r.is_empty());
+    });
+}
+
+#[test]
+fn room_check_vs_invalidation_locked() {
+    check(false);
+}
+
+#[test]
+fn room_check_vs_invalidation_single_producer_consumer() {
+    check(true);
+}
