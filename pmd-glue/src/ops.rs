@@ -75,18 +75,13 @@ fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
     let flags = unsafe { (*mp).flags };
     cfg.single_producer = flags & sys::RTE_MEMPOOL_F_SP_PUT != 0;
     cfg.single_consumer = flags & sys::RTE_MEMPOOL_F_SC_GET != 0;
-    // SAFETY: DPDK passes a valid mempool.
-    let dpdk_cache = unsafe { (*mp).cache_size };
-    // SAFETY: plain query.
-    let lcores = unsafe { sys::rte_lcore_count() }.max(1);
-    // With DPDK's own per-lcore cache above us, a second cache only adds
-    // copies and idle objects: the handler's is off unless asked for. Without
-    // it, size ours for the lcores that exist, not RTE_MAX_LCORE.
-    cfg.cache_size = Some(s.cache_size.unwrap_or(if dpdk_cache > 0 {
-        0
-    } else {
-        PoolConfig::default_cache_size(objects, lcores)
-    }));
+    // The handler's own per-lcore cache is off unless asked for
+    // (PTR_RING_CACHE_SIZE here, or per pool through `pool_config`): with
+    // DPDK's cache above us a second one only adds copies and idle objects,
+    // and without it the application chose no cache, expecting what
+    // ring_mp_mc gives: a pool of n serves n gets, whichever lcore freed
+    // the objects (a cache would keep some idle on other lcores).
+    cfg.cache_size = Some(s.cache_size.unwrap_or(0));
     let pg = page_size(mp);
     let total = elt_total(mp).max(1);
     let runs = if pg == 0 || total > pg {

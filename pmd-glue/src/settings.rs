@@ -3,8 +3,9 @@
 //!
 //! * `PTR_RING_VALIDATE=1`: validation mode for pools created afterwards
 //!   (foreign pointers and double frees rejected and counted, never inserted).
-//! * `PTR_RING_CACHE_SIZE=N`: per-lcore cache size of the handler (default:
-//!   derived from the pool size, see `mempool::PoolConfig`); 0 disables it.
+//! * `PTR_RING_CACHE_SIZE=N`: per-lcore cache size of the handler for every
+//!   pool (default 0: off; at most `min(512, pool size / 1.5)`). A pool's
+//!   `struct ptr_ring_pool_config` overrides both (see `crate::pool_config`).
 
 use std::sync::OnceLock;
 

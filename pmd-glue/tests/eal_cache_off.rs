@@ -1,0 +1,138 @@
+//! A pool whose DPDK cache is 0 behaves like ring_mp_mc's: a pool of N
+//! serves N gets, whichever lcore freed the objects. The handler's own
+//! per-lcore cache is off unless the application asks for it (per pool
+//! through `pool_config`, or `PTR_RING_CACHE_SIZE`); with it on, objects
+//! freed on one lcore may sit idle in that lcore's cache, at most its size,
+//! until `ptr_ring_flush_lcore_cache` gives them back (the documented
+//! bound), which this test checks too.
+
+mod common;
+
+use std::ffi::{c_int, c_void, CString};
+
+use common::*;
+use dpdk_sys as sys;
+use rte_mempool_ptr_ring::capi::ptr_ring_flush_lcore_cache;
+use rte_mempool_ptr_ring::pool_config::PoolConfigArg;
+
+const N: u32 = 512;
+
+/// A pool of `N` 64-byte objects, DPDK cache 0, on ptr_ring with `cfg`.
+fn pool(name: &str, cfg: Option<&PoolConfigArg>) -> *mut sys::rte_mempool {
+    let cname = CString::new(name).unwrap();
+    let ops = CString::new("ptr_ring").unwrap();
+    // SAFETY: valid strings; DPDK returns null on failure.
+    let mp = unsafe { sys::rte_mempool_create_empty(cname.as_ptr(), N, 64, 0, 0, -1, 0) };
+    assert!(!mp.is_null(), "create_empty {name}");
+    let arg = cfg.map_or(core::ptr::null_mut(), |c| {
+        (c as *const PoolConfigArg).cast_mut().cast::<c_void>()
+    });
+    // SAFETY: a fresh pool; `cfg` outlives the populate below.
+    let r = unsafe { sys::rte_mempool_set_ops_byname(mp, ops.as_ptr(), arg) };
+    assert_eq!(r, 0, "set_ops_byname {name}");
+    // SAFETY: as above.
+    let n = unsafe { sys::rte_mempool_populate_default(mp) };
+    assert_eq!(n, N as c_int, "populate {name}");
+    mp
+}
+
+/// Lcore 1: takes every object, one at a time, then frees them all.
+unsafe extern "C" fn take_and_free_all(arg: *mut c_void) -> c_int {
+    let mp = arg.cast::<sys::rte_mempool>();
+    let mut held = Vec::with_capacity(N as usize);
+    for _ in 0..N {
+        let mut o = core::ptr::null_mut();
+        // SAFETY: a live pool, a valid out pointer.
+        if unsafe { sys::rte_mempool_get(mp, &mut o) } != 0 {
+            return held.len() as c_int + 1;
+        }
+        held.push(o);
+    }
+    for o in held {
+        // SAFETY: an object of `mp`.
+        unsafe { sys::rte_mempool_put(mp, o) };
+    }
+    0
+}
+
+fn on_lcore_1(mp: *mut sys::rte_mempool) {
+    // SAFETY: `mp` outlives the call (we wait for the lcore).
+    let r = unsafe { sys::rte_eal_remote_launch(Some(take_and_free_all), mp.cast(), 1) };
+    assert_eq!(r, 0, "remote launch");
+    // SAFETY: launched above.
+    let r = unsafe { sys::rte_eal_wait_lcore(1) };
+    assert_eq!(
+        r, 0,
+        "lcore 1 could not take all {N} objects (returned {r})"
+    );
+}
+
+/// Gets on lcore 0 until one fails; returns what it got.
+fn take_all_here(mp: *mut sys::rte_mempool) -> Vec<*mut c_void> {
+    let mut held = Vec::new();
+    loop {
+        let mut o = core::ptr::null_mut();
+        // SAFETY: a live pool, a valid out pointer.
+        if unsafe { sys::rte_mempool_get(mp, &mut o) } != 0 {
+            return held;
+        }
+        held.push(o);
+    }
+}
+
+fn free_all(mp: *mut sys::rte_mempool, held: Vec<*mut c_void>) {
+    for o in held {
+        // SAFETY: objects of `mp`.
+        unsafe { sys::rte_mempool_put(mp, o) };
+    }
+}
+
+#[test]
+fn a_pool_of_n_serves_n_gets_whoever_freed_them() {
+    init_eal(&eal_args("eal_cache_off", "0-1"));
+
+    // Default settings: objects freed on lcore 1 are all reachable from
+    // lcore 0.
+    let mp = pool("co_default", None);
+    on_lcore_1(mp);
+    let held = take_all_here(mp);
+    assert_eq!(
+        held.len(),
+        N as usize,
+        "lcore 0 got {} of {N} objects after lcore 1 freed them all",
+        held.len()
+    );
+    free_all(mp, held);
+    // SAFETY: a live pool.
+    assert_eq!(unsafe { sys::rte_mempool_avail_count(mp) }, N);
+    // SAFETY: every object is back.
+    unsafe { sys::rte_mempool_free(mp) };
+
+    // The handler's cache asked for (32 per lcore): at most 32 objects may
+    // stay with lcore 1 until it is flushed.
+    let cfg = PoolConfigArg {
+        cache_size: 32,
+        ..PoolConfigArg::DEFAULT
+    };
+    let mp = pool("co_cache32", Some(&cfg));
+    // Populate put every object from this lcore, whose cache kept some.
+    // SAFETY: this thread is lcore 0 and uses no pool now.
+    assert!(unsafe { ptr_ring_flush_lcore_cache(mp, 0) } > 0);
+    on_lcore_1(mp);
+    let mut held = take_all_here(mp);
+    assert!(
+        held.len() >= (N - 32) as usize,
+        "lcore 0 got only {} of {N} with a 32-object cache on lcore 1",
+        held.len()
+    );
+    // SAFETY: lcore 1 is idle (waited for above).
+    let moved = unsafe { ptr_ring_flush_lcore_cache(mp, 1) };
+    assert_eq!(moved as usize, N as usize - held.len(), "flush of lcore 1");
+    held.extend(take_all_here(mp));
+    assert_eq!(held.len(), N as usize, "after the flush every object");
+    free_all(mp, held);
+    // SAFETY: a live pool.
+    assert_eq!(unsafe { sys::rte_mempool_avail_count(mp) }, N);
+    // SAFETY: every object is back.
+    unsafe { sys::rte_mempool_free(mp) };
+}
