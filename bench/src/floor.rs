@@ -1,4 +1,4 @@
-//! `floor_lifo`: the ruler of issue 7, not a product. The cheapest handler
+//! `floor_lifo`: a reference handler, not a product. The cheapest handler
 //! DPDK's ops interface can call: an unsynchronised LIFO stack of object
 //! pointers, safe for ONE thread only (no lock, no atomics, no per-lcore
 //! anything). Whatever a real handler costs above it is the handler's own
