@@ -41,7 +41,11 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
         .collect();
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "ptr_ring / ring_mp_mc (median of paired per-round ratios, log scale)",
+            if d.meta("quick") == "1" {
+                "SMOKE RUN, not a result: ptr_ring / ring_mp_mc (median of paired per-round ratios, log scale)"
+            } else {
+                "ptr_ring / ring_mp_mc (median of paired per-round ratios, log scale)"
+            },
             ("sans-serif", 16),
         )
         .margin(10)

@@ -48,8 +48,9 @@ fn header(w: &mut String, d: &Data) {
     if d.meta("quick") == "1" {
         let _ = writeln!(
             w,
-            "> **SMOKE RUN (`BENCH_QUICK=1`): these numbers only show that the benchmark works. \
-             They are not results.**\n"
+            "> **SMOKE RUN (`BENCH_QUICK=1`, few and short rounds, machine not checked for \
+             quiet): these numbers only show that the benchmark works. They are not results; \
+             `make bench` on a quiet machine replaces this file.**\n"
         );
     }
     let _ = writeln!(
