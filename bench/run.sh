@@ -262,8 +262,8 @@ if ((autotest_scale > 0)) && command -v dpdk-test >/dev/null; then
     # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
     DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale \
         LD_PRELOAD=$clock_so stdbuf -oL timeout 900 dpdk-test -l 0-1 $EAL_MEM --no-pci -d "$lib" \
-        --mbuf-pool-ops-name ptr_ring </dev/null 2>&1 \
-        > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$at_log") &
+        --mbuf-pool-ops-name ptr_ring </dev/null \
+        > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$at_log") 2>&1 &
     at_pid=$!
     while kill -0 "$at_pid" 2>/dev/null; do
         grep -q 'start performance test (with cache)' "$at_log" 2>/dev/null && break
@@ -284,7 +284,7 @@ if ((autotest_scale > 0)) && command -v dpdk-test >/dev/null; then
             dt = t - last; last = t
             if (dt > 0) printf "autotest,%s,%s,%s,%s,%s,%s,%.0f\n", h, f["cores"], f["n_get_bulk"], f["n_put_bulk"], f["n_keep"], f["constant_n"], f["rate_persec"] * 5 / dt
         }' "$at_log" >"$out/autotest.csv"
-    grep -q '^PTR_RING: pool default_pool' "$at_log" || die "mempool_perf_autotest: ptr_ring did not serve default_pool; see $at_log"
+    grep -q '^[0-9.]* PTR_RING: pool default_pool' "$at_log" || die "mempool_perf_autotest: ptr_ring did not serve default_pool; see $at_log"
     say "mempool_perf_autotest: $(grep -c ',ring_mp_mc,' "$out/autotest.csv") ring_mp_mc and $(grep -c ',ptr_ring,' "$out/autotest.csv") ptr_ring cases"
 else
     say "skipped (AUTOTEST_CLOCK_SCALE=0 or no dpdk-test)"

@@ -35,8 +35,10 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
     let root = SVGBackend::new(path, (1100, 90 + n * ROW_H)).into_drawing_area();
     let err = |e: &dyn std::fmt::Display| e.to_string();
     root.fill(&WHITE).map_err(|e| err(&e))?;
+    // plotters counts rows from the bottom: reversed, the first row is on top.
     let labels: Vec<String> = rows
         .iter()
+        .rev()
         .map(|(p, c)| format!("{p}{}", c.label))
         .collect();
     let mut chart = ChartBuilder::on(&root)
@@ -77,7 +79,7 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
         }
     };
     for (i, (_, c)) in rows.iter().enumerate() {
-        let i = i as u32;
+        let i = n - 1 - i as u32;
         let p = c.paired.expect("filtered");
         let color = match (c.control, c.verdict) {
             (true, _) | (_, None) => RGBColor(150, 150, 150),

@@ -363,8 +363,14 @@ fn e2e(w: &mut String, d: &Data) {
             f(c.ours),
             f(c.base),
             fmt_ci(&c),
-            c.target
-                .map_or("- (not like for like)".into(), |t| t.describe()),
+            c.target.map_or_else(
+                || if k.variant == "ownvsnone" {
+                    "none: not like for like".into()
+                } else {
+                    "-".into()
+                },
+                |t| t.describe()
+            ),
             c.verdict.map_or("-", Verdict::label),
             c.statement("Mpps", 1.0)
         );
