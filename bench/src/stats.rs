@@ -161,6 +161,13 @@ mod tests {
         assert_eq!(p.word(), "faster");
         let q = Paired::of(&[0.9, 1.1, 1.0, 0.95, 1.05]).unwrap();
         assert!(q.contains_one());
+        use crate::targets::{Target, Verdict};
+        let t = Target { min_ratio: 1.05 };
+        assert_eq!(
+            t.verdict(&Paired::of(&[0.5, 1.1, 3.0]).unwrap()),
+            Verdict::NotShown
+        );
+        assert_eq!(t.verdict(&p), Verdict::Met);
     }
 
     #[test]

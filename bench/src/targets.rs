@@ -18,11 +18,17 @@ impl Target {
         format!(">= {:.2}x", self.min_ratio)
     }
 
-    /// Met when the median ratio reaches the target; a `>= 1.0x` target also
-    /// counts as met "within noise" when the 95% interval contains 1.0.
+    /// Met when the median ratio reaches the target (and, for a target
+    /// above 1.0x, the 95% interval excludes 1.0: `ptr_ring` is shown to be
+    /// faster); a `>= 1.0x` target also counts as met "within noise" when the
+    /// interval contains 1.0.
     pub fn verdict(&self, p: &Paired) -> Verdict {
         if p.median >= self.min_ratio {
-            Verdict::Met
+            if self.min_ratio > 1.0 && p.contains_one() {
+                Verdict::NotShown
+            } else {
+                Verdict::Met
+            }
         } else if self.min_ratio <= 1.0 && p.contains_one() {
             Verdict::WithinNoise
         } else {
@@ -38,6 +44,9 @@ pub enum Verdict {
     Met,
     /// A `>= 1.0x` target below 1.0 whose interval contains 1.0.
     WithinNoise,
+    /// The median reaches a target above 1.0x, but the interval contains
+    /// 1.0: not shown to be faster. Not counted as met.
+    NotShown,
     /// Missed.
     Missed,
 }
@@ -48,6 +57,7 @@ impl Verdict {
         match self {
             Verdict::Met => "met",
             Verdict::WithinNoise => "met (within noise: CI contains 1.0)",
+            Verdict::NotShown => "**not shown** (median reaches it, CI contains 1.0)",
             Verdict::Missed => "**missed**",
         }
     }

@@ -64,7 +64,7 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
             _ => String::new(),
         })
         .x_label_formatter(&|x| format!("{x:.1}x"))
-        .x_desc("green: met; amber: met within noise; red: missed; grey: control (DPDK's cache served everything) or no target")
+        .x_desc("green: met; amber: met within noise; red: missed or not shown; grey: control (DPDK's cache served everything) or no target")
         .draw()
         .map_err(|e| err(&e))?;
     let y = |i: u32, f: f64| -> SegmentValue<u32> {
@@ -85,7 +85,7 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
             (true, _) | (_, None) => RGBColor(150, 150, 150),
             (_, Some(Verdict::Met)) => RGBColor(58, 154, 74),
             (_, Some(Verdict::WithinNoise)) => RGBColor(224, 165, 38),
-            (_, Some(Verdict::Missed)) => RGBColor(208, 67, 58),
+            (_, Some(Verdict::Missed | Verdict::NotShown)) => RGBColor(208, 67, 58),
         };
         let bar = Rectangle::new(
             [(1.0, y(i, 0.0)), (p.median, y(i, 1.0))],

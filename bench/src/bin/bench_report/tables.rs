@@ -158,11 +158,26 @@ fn targets(w: &mut String, d: &Data, svg_name: Option<&str>) {
     let count = |v: Verdict| rows.iter().filter(|(_, c)| c.verdict == Some(v)).count();
     let _ = writeln!(
         w,
-        "\n{} targets met, {} met within noise, {} missed.\n",
+        "\n{} targets met, {} met within noise, {} not shown (median reaches the target, CI contains 1.0), {} missed.\n",
         count(Verdict::Met),
         count(Verdict::WithinNoise),
+        count(Verdict::NotShown),
         count(Verdict::Missed)
     );
+    let floor: Vec<f64> = rows
+        .iter()
+        .filter(|(_, c)| c.control)
+        .filter_map(|(_, c)| c.paired.map(|p| p.median))
+        .collect();
+    if let Some(s) = Summary::of(&floor) {
+        let _ = writeln!(
+            w,
+            "Noise floor: in the {} control rows, where both handlers run the same DPDK cache code \
+             and the handler is not called, the ratio ranged {:.2}x-{:.2}x. Differences of that size \
+             elsewhere are not handler differences.\n",
+            s.n, s.min, s.max
+        );
+    }
     if let Some(svg) = svg_name {
         let _ = writeln!(
             w,
