@@ -350,7 +350,7 @@ testpmd_variant() {
 }
 
 e2e_runs=$((e2e_rounds * ${#e2e_handlers[@]} * 5 + e2e_rounds))
-step "3/5 dpdk-testpmd: ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers x 5 settings, plus ptr_ring's own cache alone (about $((e2e_runs * (TESTPMD_SECONDS + 3))) s)"
+step "3/5 dpdk-testpmd: ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers x 5 settings, plus ptr_ring's own cache alone (about $((e2e_runs * (TESTPMD_SECONDS + 4))) s)"
 set_phase testpmd
 for pair in testpmd:mbcache=0 testpmd:mbcache=default testpmd:burst512 testpmd-xlcore:mbcache=0 testpmd-xlcore:mbcache=default; do
     app=${pair%%:*} variant=${pair#*:}
