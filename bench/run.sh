@@ -1,28 +1,45 @@
 #!/usr/bin/env bash
 # The one command of the benchmarks: builds, waits for a quiet machine, runs
-#   1. mempool_bench: rte_mempool_get_bulk/put_bulk on ptr_ring, ring_mp_mc,
-#      stack (and ring_sp_sc where legal, and the floor_lifo ruler on one lcore),
-#      handlers alternated round by round;
-#   2. dpdk-testpmd io forwarding on two net_null ports, --mbcache=0 and the
-#      default cache, handlers alternated;
-#   3. DPDK's l2fwd example on the same ports, handlers alternated;
-#   4. perf profiles of the mempool_bench configurations that miss a target;
+#   1. mempool_bench: rte_mempool_get_bulk/put_bulk on ptr_ring and ring_mp_mc
+#      (and the floor_lifo reference on one lcore), every row naming the caches
+#      each side uses, the handlers' order rotated every round;
+#   2. DPDK's own mempool_perf_autotest (dpdk-test), ring_mp_mc and ptr_ring
+#      without cache in one process, its clock slowed so that it fits;
+#   3. dpdk-testpmd io forwarding on net_null ports: no cache on either side,
+#      DPDK's cache on both, --burst=512 (bypasses DPDK's cache), ptr_ring's
+#      own cache against no cache (labelled as such), and a net_null + net_ring
+#      pipeline where mbufs are allocated on one lcore and freed on another;
+#   4. DPDK's l2fwd example on the net_null ports (cache 256 on both);
+#   5. perf profiles of the mempool_bench rows that miss a target;
 # and regenerates bench/RESULTS.md and bench/ratios.svg. Raw data and logs go
-# to build/bench/. Takes about 12 minutes plus the wait for a quiet machine.
+# to build/bench/. About 12 minutes on a quiet 2-CPU machine, plus the wait
+# for a quiet machine.
 #
 #   bash bench/run.sh          (or: make bench)
+#   bash bench/run.sh --help
 #
 # Environment:
-#   BENCH_ROUNDS=5           mempool_bench rounds per configuration
-#   BENCH_SECS=0.4           mempool_bench seconds per handler per round
-#   BENCH_E2E_ROUNDS=5       testpmd / l2fwd runs per handler
-#   BENCH_E2E_HANDLERS="ring_mp_mc ptr_ring stack"
-#   TESTPMD_SECONDS=4        1-second samples per testpmd run
-#   L2FWD_SECONDS=4          1-second statistics intervals per l2fwd run
+#   BENCH_ROUNDS=11          mempool_bench rounds per row
+#   BENCH_SECS=0.3           mempool_bench seconds per handler per round
+#   BENCH_ONLY=              mempool_bench --only filter (default: every row)
+#   BENCH_E2E_ROUNDS=4       testpmd / l2fwd runs per handler
+#   BENCH_E2E_HANDLERS="ring_mp_mc ptr_ring"
+#   TESTPMD_SECONDS=3        1-second samples per testpmd run
+#   L2FWD_SECONDS=3          1-second statistics intervals per l2fwd run
+#   AUTOTEST_CLOCK_SCALE=20  how much faster mempool_perf_autotest's cases run (0: skip it)
 #   BENCH_QUIET_WAIT=600     seconds to wait for a quiet machine (0: don't)
-#   BENCH_PROFILE_MAX=6      missed configurations to profile (0: none)
-#   BENCH_QUICK=1            a short smoke run (2 rounds, short runs)
+#   BENCH_PROFILE_MAX=3      missed rows to profile (0: none)
+#   BENCH_QUICK=1            a short smoke run (about 3 minutes); RESULTS.md says SMOKE RUN
 set -euo pipefail
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+fi
+if (($#)); then
+    echo "bench: unknown argument $1 (try --help)" >&2
+    exit 2
+fi
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -31,18 +48,21 @@ step() { printf '\nbench: [%3d s] == %s\n' $((SECONDS - t_start)) "$*"; }
 say() { printf 'bench: [%3d s] %s\n' $((SECONDS - t_start)) "$*"; }
 die() { echo "bench: error: $*" >&2; exit 1; }
 
-if [[ ${BENCH_QUICK:-0} == 1 ]]; then
-    : "${BENCH_ROUNDS:=2}" "${BENCH_SECS:=0.1}" "${BENCH_E2E_ROUNDS:=1}" "${TESTPMD_SECONDS:=2}" "${L2FWD_SECONDS:=2}"
-    : "${BENCH_QUIET_WAIT:=0}" "${BENCH_PROFILE_MAX:=1}"
+quick=${BENCH_QUICK:-0}
+if [[ $quick == 1 ]]; then
+    : "${BENCH_ROUNDS:=3}" "${BENCH_SECS:=0.05}" "${BENCH_E2E_ROUNDS:=1}" "${TESTPMD_SECONDS:=2}" "${L2FWD_SECONDS:=2}"
+    : "${BENCH_QUIET_WAIT:=0}" "${BENCH_PROFILE_MAX:=1}" "${AUTOTEST_CLOCK_SCALE:=100}"
 fi
-rounds=${BENCH_ROUNDS:-5}
-secs=${BENCH_SECS:-0.4}
-e2e_rounds=${BENCH_E2E_ROUNDS:-5}
-read -r -a e2e_handlers <<<"${BENCH_E2E_HANDLERS:-ring_mp_mc ptr_ring stack}"
-export TESTPMD_SECONDS=${TESTPMD_SECONDS:-4}
-l2fwd_secs=${L2FWD_SECONDS:-4}
+rounds=${BENCH_ROUNDS:-11}
+secs=${BENCH_SECS:-0.3}
+only=${BENCH_ONLY:-}
+e2e_rounds=${BENCH_E2E_ROUNDS:-4}
+read -r -a e2e_handlers <<<"${BENCH_E2E_HANDLERS:-ring_mp_mc ptr_ring}"
+export TESTPMD_SECONDS=${TESTPMD_SECONDS:-3}
+l2fwd_secs=${L2FWD_SECONDS:-3}
+autotest_scale=${AUTOTEST_CLOCK_SCALE:-20}
 quiet_wait=${BENCH_QUIET_WAIT:-600}
-profile_max=${BENCH_PROFILE_MAX:-6}
+profile_max=${BENCH_PROFILE_MAX:-3}
 
 out=$repo/build/bench
 logs=$out/logs
@@ -63,8 +83,12 @@ if [[ ! -x $l2fwd_bin || $l2fwd_src -nt $l2fwd_bin ]]; then
     # shellcheck disable=SC2046 # pkg-config prints lists of flags
     cc -O3 -DALLOW_EXPERIMENTAL_API $(pkg-config --cflags libdpdk) "$l2fwd_src" -o "$l2fwd_bin" $(pkg-config --libs libdpdk)
 fi
+clock_so=$out/autotest-clock.so
+if [[ ! -f $clock_so || bench/autotest-clock.c -nt $clock_so ]]; then
+    cc -O2 -shared -fPIC -o "$clock_so" bench/autotest-clock.c -ldl
+fi
 rm -rf "$logs" "$out/profile"
-rm -f "$out"/{mempool.csv,e2e.csv,meta.env,monitor.log,phase}
+rm -f "$out"/{mempool.csv,e2e.csv,autotest.csv,meta.env,monitor.log,phase}
 mkdir -p "$logs" "$out/profile"
 
 # ------------------------------------------------ who else uses the CPUs
@@ -167,9 +191,25 @@ monitor &
 monitor_pid=$!
 
 # ------------------------------------------------------------- metadata
-eal=(-l 0-1 --no-pci)
+# Timed lcores stay off CPU 0 where there are CPUs enough: the main lcore
+# (which runs every one-lcore row) on CPU 1, the worker on CPU 2. A 2-CPU
+# machine has no third CPU: the worker (second lane of the two-lcore rows)
+# runs on CPU 0 there.
+if (($(nproc) >= 3)); then
+    lcore_args=(-l 1-2 --main-lcore 1)
+    lcores_note="mempool_bench: main lcore on CPU 1 (one-lcore rows), worker on CPU 2; CPU 0 left to the system"
+    xlcore_args="--lcores 0@0,1@1,2@2"
+else
+    lcore_args=(-l 0-1 --main-lcore 1)
+    lcores_note="2 CPUs: mempool_bench's main lcore (every one-lcore row) on CPU 1, the worker lcore of the two-lcore rows on CPU 0 (no third CPU); testpmd forwards on lcore 1 = CPU 1; the cross-lcore testpmd pipeline forwards on CPU 1 and CPU 0, sharing CPU 0 with testpmd's main lcore"
+    xlcore_args="--lcores 0@0,1@1,2@0"
+fi
+eal=("${lcore_args[@]}" --no-pci)
 # shellcheck disable=SC2206 # EAL_MEM is a list of arguments
 eal+=($EAL_MEM -d "$lib")
+only_args=()
+[[ -n $only ]] && only_args=(--only "$only")
+autotest_cmd="DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale LD_PRELOAD=build/bench/autotest-clock.so dpdk-test -l 0-1 $EAL_MEM --no-pci -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name ptr_ring (stopped after the two no-cache sections)"
 {
     echo "command=bash bench/run.sh"
     echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -183,28 +223,74 @@ eal+=($EAL_MEM -d "$lib")
     echo "handler=target/release/librte_mempool_ptr_ring.so ($(stat -c %s "$lib") bytes, sha256 $(sha256sum "$lib" | cut -c1-12)), loaded with -d"
     echo "git=$(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git diff --quiet 2>/dev/null && echo '(clean)' || echo '(with uncommitted changes)')"
     echo "quiet=$quiet"
-    echo "mempool_cmd=target/release/mempool_bench --rounds $rounds --secs $secs --csv build/bench/mempool.csv -- ${eal[*]/#$repo\//}"
-    echo "testpmd_cmd=dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 [--mbcache=0]"
+    echo "quick=$quick"
+    echo "lcores=$lcores_note"
+    echo "mempool_cmd=target/release/mempool_bench --rounds $rounds --secs $secs ${only_args[*]} --csv build/bench/mempool.csv -- ${eal[*]/#$repo\//}"
+    echo "autotest_cmd=$autotest_cmd"
+    echo "autotest_scale=$autotest_scale"
+    echo "testpmd_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 [--mbcache=0] [--burst=512]"
+    echo "xlcore_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $xlcore_args $EAL_MEM --no-pci --vdev net_null0 --vdev net_ring0 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 --nb-cores=2 [--mbcache=0]   (rate: port 1 = net_ring0 Rx-pps)"
     echo "l2fwd_cmd=build/bench/l2fwd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -p 0x3 -T 1"
-    echo "profile_cmd=perf stat -e cycles,instructions,cache-misses,task-clock,context-switches,cpu-migrations,page-faults and perf record -e cpu-clock -F 4000 of mempool_bench --only CONFIG --handlers HANDLER --rounds 1 --secs 3"
+    echo "profile_cmd=perf stat -e task-clock,context-switches,cpu-migrations,page-faults and perf record -e cpu-clock -F 4000 of mempool_bench --only ROW --handlers HANDLER --rounds 1 --secs 3"
     echo "e2e_rounds=$e2e_rounds"
     echo "testpmd_secs=$TESTPMD_SECONDS"
     echo "l2fwd_secs=$l2fwd_secs"
 } >"$out/meta.env"
 
 # ------------------------------------------------------- 1. mempool_bench
-step "1/4 mempool_bench (about $(awk -v r="$rounds" -v s="$secs" 'BEGIN { printf "%.0f", 66 * r * s + 10 }') s): progress per configuration"
+step "1/5 mempool_bench ($rounds rounds of $secs s per handler per row): one progress line per row"
 set_phase mempool_bench
-"$bench_bin" --rounds "$rounds" --secs "$secs" --csv "$out/mempool.csv" -- "${eal[@]}" \
+"$bench_bin" --rounds "$rounds" --secs "$secs" "${only_args[@]}" --csv "$out/mempool.csv" -- "${eal[@]}" \
     2> >(tee "$logs/mempool_bench.err" >&2) >"$logs/mempool_bench.log" ||
     die "mempool_bench failed; see $logs/mempool_bench.log and .err"
 params=$(grep '^# mempool_bench' "$out/mempool.csv" | tail -1 | tr ' ' '\n' | grep '=')
 echo "$params" >>"$out/meta.env"
 awk -F= '$1 == "tsc_hz" { printf "tsc_ghz=%.2f\n", $2 / 1e9 }' <<<"$params" >>"$out/meta.env"
 
-# ---------------------------------------------------------- 2. testpmd
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.2f", (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+# ---------------------------------------------- 2. mempool_perf_autotest
+# DPDK's own test times each of its cases for 5 s; the LD_PRELOAD clock shim
+# divides that by autotest_scale. Its no-cache sections run ring_mp_mc
+# (mp_nocache) and then the --mbuf-pool-ops-name handler (default_pool); the
+# test is stopped when the next section starts. Rates are multiplied back.
+step "2/5 mempool_perf_autotest (clock ${autotest_scale}x faster)"
+set_phase autotest
+if ((autotest_scale > 0)) && command -v dpdk-test >/dev/null; then
+    at_log=$logs/mempool_perf_autotest.log
+    # Every output line gets the time it was printed: the test computes its
+    # rates as count / 5 s, but a case can overrun its (slowed) time by one of
+    # its inner loops; the real rate is count / the time between two lines.
+    # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
+    DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale \
+        LD_PRELOAD=$clock_so stdbuf -oL timeout 900 dpdk-test -l 0-1 $EAL_MEM --no-pci -d "$lib" \
+        --mbuf-pool-ops-name ptr_ring </dev/null \
+        > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$at_log") 2>&1 &
+    at_pid=$!
+    while kill -0 "$at_pid" 2>/dev/null; do
+        grep -q 'start performance test (with cache)' "$at_log" 2>/dev/null && break
+        sleep 0.5
+    done
+    # timeout passes the SIGINT on to dpdk-test.
+    kill -INT "$at_pid" 2>/dev/null || true
+    wait "$at_pid" 2>/dev/null || true
+    sleep 1 # the time-stamping reader drains the pipe
+    # autotest,<handler>,<cores>,<get>,<put>,<keep>,<constant_n>,<objects/s>
+    awk '
+        { t = $1; sub(/^[^ ]* /, "") }
+        /^start performance test \(without cache\)/ { h = "ring_mp_mc"; last = t; next }
+        /^start performance test for .* \(without cache\)/ { h = $5; last = t; next }
+        /^start performance test/ { h = ""; next }
+        h != "" && /^mempool_autotest cache=0/ {
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+            dt = t - last; last = t
+            if (dt > 0) printf "autotest,%s,%s,%s,%s,%s,%s,%.0f\n", h, f["cores"], f["n_get_bulk"], f["n_put_bulk"], f["n_keep"], f["constant_n"], f["rate_persec"] * 5 / dt
+        }' "$at_log" >"$out/autotest.csv"
+    grep -q '^[0-9.]* PTR_RING: pool default_pool' "$at_log" || die "mempool_perf_autotest: ptr_ring did not serve default_pool; see $at_log"
+    say "mempool_perf_autotest: $(grep -c ',ring_mp_mc,' "$out/autotest.csv") ring_mp_mc and $(grep -c ',ptr_ring,' "$out/autotest.csv") ptr_ring cases"
+else
+    say "skipped (AUTOTEST_CLOCK_SCALE=0 or no dpdk-test)"
+fi
 
+# ---------------------------------------------------------- 3. testpmd
 # served HANDLER LOG: the handler's own log line proves ptr_ring served the pool;
 # the other handlers must not have produced it.
 served() {
@@ -214,9 +300,9 @@ served() {
 }
 
 declare -A e2e_samples
-record_e2e() { # app variant handler round rate
-    echo "e2e,$1,$2,$3,$4,$5" >>"$out/e2e.csv"
-    e2e_samples[$1,$2,$3]+="$5 "
+record_e2e() { # app variant handler dpdk_cache handler_cache round rate
+    echo "e2e2,$1,$2,$3,$4,$5,$6,$7" >>"$out/e2e.csv"
+    e2e_samples[$1,$2,$3]+="$7 "
 }
 e2e_summary() { # app variant
     local line="" h m base
@@ -224,37 +310,66 @@ e2e_summary() { # app variant
     for h in "${e2e_handlers[@]}"; do
         m=$(median <<<"${e2e_samples[$1,$2,$h]:-}")
         line+=" | $h ${m:--} Mpps"
-        [[ $h != ring_mp_mc && -n $m && -n $base ]] && line+=$(awk -v a="$m" -v b="$base" 'BEGIN { printf " %.2fx", a / b }')
+        [[ $h != ring_mp_mc && -n $m && -n $base ]] && line+=$(awk -v a="$m" -v b="$base" 'BEGIN { if (b > 0) printf " %.2fx", a / b }')
     done
     say "$1 $2:${line}"
 }
 
-step "2/4 dpdk-testpmd io forwarding, ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers x 2 cache settings (about $((e2e_rounds * ${#e2e_handlers[@]} * 2 * (TESTPMD_SECONDS + 4))) s)"
-set_phase testpmd
-for variant in mbcache=0 mbcache=default; do
-    extra=()
-    [[ $variant == mbcache=0 ]] && extra=(--mbcache=0)
-    for ((r = 1; r <= e2e_rounds; r++)); do
-        for h in "${e2e_handlers[@]}"; do
-            log=$logs/testpmd-$variant-$h-$r.log
-            rate=""
-            for try in 1 2; do
-                if TESTPMD_LOG=$log testpmd_mpps -d "$lib" --mbuf-pool-ops-name "$h" -- "${extra[@]}" >/dev/null; then
-                    rate=$TESTPMD_MPPS
-                    break
-                fi
-                say "testpmd $variant $h round $r failed (try $try); see $log"
-            done
-            [[ -n $rate ]] || continue
-            served "$h" "$log" || die "testpmd $variant $h: the pool was not served as asked (PTR_RING log line); see $log"
-            record_e2e testpmd "$variant" "$h" "$r" "$rate"
-            say "testpmd $variant round $r/$e2e_rounds $h: $rate Mpps"
-        done
+# testpmd_variant APP VARIANT HANDLER ROUND: one run; the variant decides the
+# caches of each side, the ports and the lcores.
+testpmd_variant() {
+    local app=$1 variant=$2 h=$3 r=$4 extra=() env=() dc=250 hc=0 rate="" try
+    case $variant in
+    mbcache=0) extra=(--mbcache=0) dc=0 env=(PTR_RING_CACHE_SIZE=0) ;;
+    mbcache=default) ;;
+    burst512) extra=(--burst=512) ;;
+    ownvsnone) extra=(--mbcache=0) dc=0 hc=default ;;
+    esac
+    [[ $h == ptr_ring ]] || hc=none
+    local tp_env=()
+    if [[ $app == testpmd-xlcore ]]; then
+        extra+=(--nb-cores=2)
+        tp_env=(TESTPMD_LCORE_ARGS="$xlcore_args" TESTPMD_VDEVS="--vdev net_null0 --vdev net_ring0" TESTPMD_RX_PORTS=1)
+    fi
+    local log=$logs/$app-$variant-$h-$r.log
+    for try in 1 2; do
+        if env "${env[@]}" "${tp_env[@]}" TESTPMD_LOG="$log" bash -c 'source scripts/testpmd-rate.sh; testpmd_mpps "$@"' _ \
+            -d "$lib" --mbuf-pool-ops-name "$h" -- "${extra[@]}" >"$log.rate"; then
+            rate=$(cat "$log.rate")
+            break
+        fi
+        say "$app $variant $h round $r failed (try $try); see $log"
     done
-    e2e_summary testpmd "$variant"
-done
+    [[ -n $rate ]] || return 0
+    served "$h" "$log" || die "$app $variant $h: the pool was not served as asked (PTR_RING log line); see $log"
+    if [[ $h == ptr_ring && $hc == default ]]; then
+        hc="default ($(sed -n 's/^PTR_RING: pool mb_pool_0: .*per-lcore cache \([0-9]*\).*/\1/p' "$log" | head -1))"
+    fi
+    record_e2e "$app" "$variant" "$h" "$dc" "$hc" "$r" "$rate"
+    say "$app $variant round $r/$e2e_rounds $h: $rate Mpps (DPDK cache $dc, handler cache $hc)"
+}
 
-# ------------------------------------------------------------ 3. l2fwd
+e2e_runs=$((e2e_rounds * ${#e2e_handlers[@]} * 5 + e2e_rounds))
+step "3/5 dpdk-testpmd: ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers x 5 settings, plus ptr_ring's own cache alone (about $((e2e_runs * (TESTPMD_SECONDS + 4))) s)"
+set_phase testpmd
+for pair in testpmd:mbcache=0 testpmd:mbcache=default testpmd:burst512 testpmd-xlcore:mbcache=0 testpmd-xlcore:mbcache=default; do
+    app=${pair%%:*} variant=${pair#*:}
+    for ((r = 1; r <= e2e_rounds; r++)); do
+        # Alternate the order every round.
+        hs=("${e2e_handlers[@]}")
+        ((r % 2 == 0)) && mapfile -t hs < <(printf '%s\n' "${e2e_handlers[@]}" | tac)
+        for h in "${hs[@]}"; do testpmd_variant "$app" "$variant" "$h" "$r"; done
+    done
+    e2e_summary "$app" "$variant"
+done
+# ptr_ring's own cache against ring_mp_mc with no cache: not like for like;
+# the ring_mp_mc side is the mbcache=0 runs above (the same configuration).
+for ((r = 1; r <= e2e_rounds; r++)); do
+    testpmd_variant testpmd ownvsnone ptr_ring "$r"
+done
+grep '^e2e2,testpmd,mbcache=0,ring_mp_mc,' "$out/e2e.csv" | sed 's/,mbcache=0,/,ownvsnone,/' >>"$out/e2e.csv" || true
+
+# ------------------------------------------------------------ 4. l2fwd
 # l2fwd_mpps HANDLER LOG: runs l2fwd until it printed L2FWD_SECONDS+2 statistics
 # blocks, stops it with SIGINT, prints packets received per second (both ports,
 # Mpps) between the second block and the last one.
@@ -279,7 +394,7 @@ l2fwd_mpps() {
         END { if (n >= 3) printf "%.3f", (v[n] - v[2]) / (n - 2) / 1e6; else exit 1 }'
 }
 
-step "3/4 l2fwd, ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers (about $((e2e_rounds * ${#e2e_handlers[@]} * (l2fwd_secs + 4))) s)"
+step "4/5 l2fwd, ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers (about $((e2e_rounds * ${#e2e_handlers[@]} * (l2fwd_secs + 4))) s)"
 set_phase l2fwd
 for ((r = 1; r <= e2e_rounds; r++)); do
     for h in "${e2e_handlers[@]}"; do
@@ -289,14 +404,14 @@ for ((r = 1; r <= e2e_rounds; r++)); do
             continue
         fi
         served "$h" "$log" || die "l2fwd $h: the pool was not served as asked (PTR_RING log line); see $log"
-        record_e2e l2fwd default "$h" "$r" "$rate"
+        record_e2e l2fwd default "$h" 256 0 "$r" "$rate"
         say "l2fwd round $r/$e2e_rounds $h: $rate Mpps"
     done
 done
 e2e_summary l2fwd default
 
-# ---------------------------------------------------------- 4. profiles
-step "4/4 profiles of missed mempool_bench targets (at most ${profile_max})"
+# ---------------------------------------------------------- 5. profiles
+step "5/5 profiles of missed mempool_bench targets (at most ${profile_max})"
 set_phase profile
 mapfile -t missed < <("$report_bin" --dir "$out" --missed)
 if ((${#missed[@]} == 0 || profile_max == 0)); then
@@ -311,14 +426,14 @@ else
         echo "mempool_bench --only $f, each handler alone for 3 s" >"$txt"
         for h in ptr_ring ring_mp_mc; do
             run=("$bench_bin" --only "$f" --handlers "$h" --rounds 1 --secs 3 --warmup 0.05)
-            perf stat -x, -e cycles,instructions,cache-misses,task-clock,context-switches,cpu-migrations,page-faults \
+            perf stat -x, -e task-clock,context-switches,cpu-migrations,page-faults \
                 -o "$logs/perf-stat-$name-$h.csv" -- "${run[@]}" --csv "$logs/perf-$name-$h.csv" -- "${eal[@]}" \
                 >"$logs/perf-stat-$name-$h.log" 2>&1 || { say "perf stat $h failed"; continue; }
             perf record -q -e cpu-clock -F 4000 -o "$logs/perf-$name-$h.data" -- "${run[@]}" -- "${eal[@]}" \
                 >"$logs/perf-record-$name-$h.log" 2>&1 || { say "perf record $h failed"; continue; }
             {
                 echo
-                echo "== $h: $(awk -F, '/^mempool/ { printf "%.1f M objects/s", $8 / 1e6 }' "$logs/perf-$name-$h.csv") under perf stat"
+                echo "== $h: $(awk -F, '/^mempool2/ { printf "%.1f M objects/s", $13 / 1e6 }' "$logs/perf-$name-$h.csv") under perf stat"
                 echo "perf stat (whole process):"
                 awk -F, '/^[0-9<]/ { printf "  %-18s %s %s\n", $3, $1, $2 }' "$logs/perf-stat-$name-$h.csv"
                 echo "perf record -e cpu-clock, share of all samples by library:"

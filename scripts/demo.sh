@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # The main job: dpdk-testpmd io forwarding on two net_null ports, DPDK's
 # default handler (ring_mp_mc) against ptr_ring loaded with -d, alternated
-# A B A B, with DPDK's default mbuf cache and with --mbcache=0. Prints a
-# side-by-side table (median and spread of the rounds) and the handler's own
-# report, which proves it served the pool.
+# A B A B, each row with the same caches on both sides:
+#   cache=both-250    DPDK's default mbuf cache (250) on both; ptr_ring's own
+#                     cache is off whenever DPDK's is on
+#   cache=none        --mbcache=0 on both, ptr_ring's own cache off too
+#                     (PTR_RING_CACHE_SIZE=0)
+# and one row that is NOT like for like, labelled as such:
+#   own-vs-none       --mbcache=0; ptr_ring with its own per-lcore cache,
+#                     ring_mp_mc with no cache at all
+# Prints a side-by-side table (median and spread of the rounds) and the
+# handler's own report, which proves it served the pool.
 #
 # Settings: DEMO_ROUNDS (default 3), TESTPMD_SECONDS (default 4).
 set -euo pipefail
@@ -18,38 +25,58 @@ export TESTPMD_SECONDS=${TESTPMD_SECONDS:-4}
 logs=$repo_root/build/demo
 mkdir -p "$logs"
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {printf "%.2f", (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 spread() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f-%.2f", lo, hi}'; }
 
 echo "demo: dpdk-testpmd io forwarding net_null0 <-> net_null1, lcores 0-1, EAL ${EAL_MEM}"
-echo "demo: ${rounds} rounds per configuration, handlers alternated, ${TESTPMD_SECONDS} s of 1-s samples each"
+echo "demo: ${rounds} rounds per row, handlers alternated, ${TESTPMD_SECONDS} s of 1-s samples each"
 declare -A runs
-for mbcache in default 0; do
-    extra=()
-    [[ $mbcache == default ]] || extra=(--mbcache="$mbcache")
+for row in both-250 none own-vs-none; do
+    extra=() env=()
+    case $row in
+    both-250) ;;
+    none) extra=(--mbcache=0) env=(PTR_RING_CACHE_SIZE=0) ;;
+    own-vs-none) extra=(--mbcache=0) ;;
+    esac
     for ((r = 1; r <= rounds; r++)); do
         for ops in ring_mp_mc ptr_ring; do
-            log=$logs/testpmd-$ops-mbcache-$mbcache-$r.log
-            TESTPMD_LOG=$log testpmd_mpps -d "$lib" --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >/dev/null
-            if [[ $ops == ptr_ring ]] && ! grep -q '^PTR_RING: pool mb_pool_0:' "$log"; then
-                echo "demo: ptr_ring did not serve mb_pool_0 (no handler log line in $log)" >&2
-                exit 1
+            # own-vs-none's ring_mp_mc side is the same run as none's.
+            if [[ $row == own-vs-none && $ops == ring_mp_mc ]]; then
+                continue
             fi
-            runs[$mbcache,$ops]+="$TESTPMD_MPPS "
-            printf 'demo: round %d, mbcache %-7s %-10s %6s Mpps\n' "$r" "$mbcache" "$ops" "$TESTPMD_MPPS"
+            log=$logs/testpmd-$ops-$row-$r.log
+            if [[ $ops == ptr_ring ]]; then
+                env "${env[@]}" TESTPMD_LOG="$log" bash -c 'source "$1"; shift; testpmd_mpps "$@"' _ \
+                    "$repo_root/scripts/testpmd-rate.sh" -d "$lib" --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
+                if ! grep -q '^PTR_RING: pool mb_pool_0:' "$log"; then
+                    echo "demo: ptr_ring did not serve mb_pool_0 (no handler log line in $log)" >&2
+                    exit 1
+                fi
+            else
+                TESTPMD_LOG=$log testpmd_mpps -d "$lib" --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
+            fi
+            rate=$(cat "$log.rate")
+            runs[$row,$ops]+="$rate "
+            printf 'demo: round %d, %-12s %-10s %6s Mpps\n' "$r" "$row" "$ops" "$rate"
         done
     done
 done
+runs[own-vs-none,ring_mp_mc]=${runs[none,ring_mp_mc]}
 
 echo
-printf '%-22s %-22s %-22s %s\n' "configuration" "ring_mp_mc Mpps" "ptr_ring Mpps" "ratio (medians)"
-for mbcache in default 0; do
-    a=${runs[$mbcache,ring_mp_mc]}; b=${runs[$mbcache,ptr_ring]}
+printf '%-58s %-20s %-20s %s\n' "row (caches: ring_mp_mc side | ptr_ring side)" "ring_mp_mc Mpps" "ptr_ring Mpps" "ptr_ring / ring_mp_mc"
+for row in both-250 none own-vs-none; do
+    case $row in
+    both-250) label="like for like: DPDK cache 250 | DPDK cache 250" ;;
+    none) label="like for like: no cache | no cache" ;;
+    own-vs-none) label="NOT like for like: no cache | ptr_ring's own cache" ;;
+    esac
+    a=${runs[$row,ring_mp_mc]}; b=${runs[$row,ptr_ring]}
     ma=$(median <<<"$a"); mb=$(median <<<"$b")
-    printf '%-22s %-22s %-22s %.2fx\n' "testpmd mbcache=$mbcache" \
+    printf '%-58s %-20s %-20s %.2fx\n' "$label" \
         "$ma ($(spread <<<"$a"))" "$mb ($(spread <<<"$b"))" "$(awk -v a="$ma" -v b="$mb" 'BEGIN{print (a>0)?b/a:0}')"
 done
-echo "(median over rounds, range in parentheses; absolute rates drift on shared machines, compare the ratio)"
+echo "(median over rounds, range in parentheses; absolute rates drift on shared machines, compare the ratio."
+echo " The last row gives ptr_ring a cache that ring_mp_mc does not have: it is not a like-for-like result.)"
 echo
-echo "demo: the handler's own report from the last ptr_ring run (log type mempool.ptr_ring):"
-grep '^PTR_RING:' "$logs/testpmd-ptr_ring-mbcache-0-$rounds.log" | sed 's/^/  /'
+echo "demo: the handler's own report from the last ptr_ring run with its own cache (log type mempool.ptr_ring):"
+grep '^PTR_RING:' "$logs/testpmd-ptr_ring-own-vs-none-$rounds.log" | sed 's/^/  /'

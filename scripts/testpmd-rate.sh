@@ -16,12 +16,24 @@
 #   TESTPMD_SECONDS  seconds of forwarding to sample (default 5)
 #   TESTPMD_LOG      where testpmd's output goes (default build/testpmd.log)
 #   TESTPMD_LCORES   EAL -l value (default 0-1: lcore 1 forwards)
+#   TESTPMD_LCORE_ARGS  EAL lcore arguments instead of -l (e.g. "--lcores 0@0,1@1,2@0")
+#   TESTPMD_VDEVS    the ports (default "--vdev net_null0 --vdev net_null1")
+#   TESTPMD_RX_PORTS ports whose Rx-pps is summed (default: all)
+#
+# Also defines `median` (reads numbers separated by blanks or newlines on
+# stdin, prints their median with 2 decimals): the one median helper of the
+# benchmark scripts.
 
 # shellcheck source=scripts/eal-args.sh
 source "$(dirname "${BASH_SOURCE[0]}")/eal-args.sh"
 
 TESTPMD_SAMPLES=""
 TESTPMD_MPPS=""
+
+median() {
+    tr ' ' '\n' | sed '/^$/d' | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
 testpmd_mpps() {
     local eal_extra=() testpmd_extra=()
@@ -38,9 +50,12 @@ testpmd_mpps() {
     exec {keep}< <(exec sleep 3600)
     keeper=$!
 
+    local lcores vdevs
+    read -r -a lcores <<<"${TESTPMD_LCORE_ARGS:--l ${TESTPMD_LCORES:-0-1}}"
+    read -r -a vdevs <<<"${TESTPMD_VDEVS:---vdev net_null0 --vdev net_null1}"
     # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
-    dpdk-testpmd -l "${TESTPMD_LCORES:-0-1}" $EAL_MEM --no-pci \
-        --vdev net_null0 --vdev net_null1 "${eal_extra[@]}" -- \
+    dpdk-testpmd "${lcores[@]}" $EAL_MEM --no-pci \
+        "${vdevs[@]}" "${eal_extra[@]}" -- \
         -a --forward-mode=io --stats-period 1 "${testpmd_extra[@]}" \
         <&"$keep" >"$log" 2>&1 &
     local pid=$!
@@ -70,17 +85,17 @@ testpmd_mpps() {
         tail -n 20 "$log" >&2
         return 1
     fi
-    TESTPMD_MPPS=$(echo "$TESTPMD_SAMPLES" | tr ' ' '\n' | sed '/^$/d' | sort -g |
-        awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    TESTPMD_MPPS=$(median <<<"$TESTPMD_SAMPLES")
     echo "$TESTPMD_MPPS"
 }
 
-# Reads testpmd output and prints one line per stats block: the Rx-pps of all
-# ports summed, in Mpps.
+# Reads testpmd output and prints one line per stats block: the Rx-pps of the
+# ports in TESTPMD_RX_PORTS (all when empty) summed, in Mpps.
 testpmd_samples() {
-    awk '
+    awk -v want=" ${TESTPMD_RX_PORTS:-} " '
         /^Port statistics =/ { if (seen) printf "%.3f\n", sum / 1e6; sum = 0; seen = 1 }
-        /Rx-pps:/ { sum += $2 }
+        /NIC statistics for port/ { port = $6 }
+        /Rx-pps:/ { if (want == "  " || index(want, " " port " ")) sum += $2 }
         END { if (seen) printf "%.3f\n", sum / 1e6 }
     '
 }

@@ -1,4 +1,4 @@
-//! Ring micro-benchmarks (issue 3, "Benchmarks"): the `mempool` ptr_ring, in
+//! Ring micro-benchmarks: the `mempool` ptr_ring, in
 //! its default multi-producer/multi-consumer mode (`ptr_ring`, locks) and in
 //! its single-producer/single-consumer mode (`ptr_ring_spsc`, no locks), next
 //! to DPDK's `rte_ring` (SP/SC and MP/MC) and crossbeam's `ArrayQueue`, in the

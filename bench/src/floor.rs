@@ -1,4 +1,4 @@
-//! `floor_lifo`: the ruler of issue 7, not a product. The cheapest handler
+//! `floor_lifo`: a reference handler, not a product. The cheapest handler
 //! DPDK's ops interface can call: an unsynchronised LIFO stack of object
 //! pointers, safe for ONE thread only (no lock, no atomics, no per-lcore
 //! anything). Whatever a real handler costs above it is the handler's own
@@ -11,7 +11,7 @@ use core::ptr::null_mut;
 
 use dpdk_sys as sys;
 
-/// Name of the ruler's ops.
+/// Name of the reference handler's ops.
 pub const NAME: &str = "floor_lifo";
 
 /// Start of the stack's memory: the count, then `mp->size` slots.
@@ -110,7 +110,7 @@ unsafe extern "C" fn get_count(mp: *const sys::rte_mempool) -> c_uint {
     unsafe { (*(*mp).__bindgen_anon_1.pool_data.cast::<Stack>()).len as c_uint }
 }
 
-/// Registers the ruler in this process's ops table (once). Returns its index.
+/// Registers the reference handler in this process's ops table (once). Returns its index.
 pub fn register() -> Result<i32, String> {
     // SAFETY: all-zero is a valid rte_mempool_ops (null callbacks, empty name).
     let mut ops: sys::rte_mempool_ops = unsafe { core::mem::zeroed() };

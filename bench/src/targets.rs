@@ -1,37 +1,35 @@
-//! The targets of issue 7: the ratio of `ptr_ring` to `ring_mp_mc` measured in
-//! the same run, per configuration.
+//! The targets: the paired ratio `ptr_ring / ring_mp_mc` per row, with each
+//! side's caches as the row states them (see `matrix::side`).
 
-use crate::record::{E2eKey, MempoolKey, Pattern};
-use crate::stats::Summary;
+use crate::record::{E2eKey, Group, MempoolKey, Pattern};
+use crate::stats::Paired;
 
 /// One target.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Target {
-    /// The ratio `ptr_ring / ring_mp_mc` (medians) to reach.
+    /// The ratio `ptr_ring / ring_mp_mc` to reach (median of the per-round
+    /// ratios).
     pub min_ratio: f64,
-    /// "Within noise" targets (`>= 1.0x`): a lower median still counts as met
-    /// when the two handlers' min-max ranges overlap.
-    pub within_noise: bool,
-    /// What issue 7 quotes as the reference for this configuration.
-    pub reference: &'static str,
 }
 
 impl Target {
-    /// `>= x` or `>= x (within noise)`.
+    /// `>= x`.
     pub fn describe(&self) -> String {
-        if self.within_noise {
-            format!(">= {:.2}x (within noise)", self.min_ratio)
-        } else {
-            format!(">= {:.2}x", self.min_ratio)
-        }
+        format!(">= {:.2}x", self.min_ratio)
     }
 
-    /// Judges a measurement: `ratio` of the medians, and the summaries of the
-    /// two handlers (for the "within noise" rule).
-    pub fn verdict(&self, ratio: f64, ours: &Summary, base: &Summary) -> Verdict {
-        if ratio >= self.min_ratio {
-            Verdict::Met
-        } else if self.within_noise && ours.overlaps(base) {
+    /// Met when the median ratio reaches the target (and, for a target
+    /// above 1.0x, the 95% interval excludes 1.0: `ptr_ring` is shown to be
+    /// faster); a `>= 1.0x` target also counts as met "within noise" when the
+    /// interval contains 1.0.
+    pub fn verdict(&self, p: &Paired) -> Verdict {
+        if p.median >= self.min_ratio {
+            if self.min_ratio > 1.0 && p.contains_one() {
+                Verdict::NotShown
+            } else {
+                Verdict::Met
+            }
+        } else if self.min_ratio <= 1.0 && p.contains_one() {
             Verdict::WithinNoise
         } else {
             Verdict::Missed
@@ -44,9 +42,11 @@ impl Target {
 pub enum Verdict {
     /// The median ratio reaches the target.
     Met,
-    /// Below the target, but the ranges of the two handlers overlap
-    /// (only for "within noise" targets).
+    /// A `>= 1.0x` target below 1.0 whose interval contains 1.0.
     WithinNoise,
+    /// The median reaches a target above 1.0x, but the interval contains
+    /// 1.0: not shown to be faster. Not counted as met.
+    NotShown,
     /// Missed.
     Missed,
 }
@@ -56,50 +56,52 @@ impl Verdict {
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Met => "met",
-            Verdict::WithinNoise => "met (within noise: ranges overlap)",
+            Verdict::WithinNoise => "met (within noise: CI contains 1.0)",
+            Verdict::NotShown => "**not shown** (median reaches it, CI contains 1.0)",
             Verdict::Missed => "**missed**",
         }
     }
 }
 
-/// The target of a `mempool_bench` configuration, if issue 7 sets one.
+/// The target of a `mempool_bench` row; controls and unlisted rows have none.
 pub fn mempool(key: &MempoolKey) -> Option<Target> {
-    if key.cache > 0 {
-        return Some(Target {
-            min_ratio: 1.0,
-            within_noise: true,
-            reference: "all handlers equal",
-        });
-    }
-    let (min_ratio, reference) = match (key.lcores, key.pattern, key.bulk) {
-        (1, _, 1) => (2.8, "floor 3.1x, ring_sp_sc 2.5x"),
-        (1, _, 32) => (1.25, "floor 1.32x"),
-        (2, Pattern::Recycle, 1) => (20.0, "stack 0.5x-1.6x"),
-        (2, Pattern::Recycle, 32) => (5.0, "stack 0.5x-2.7x"),
-        (2, Pattern::Handoff, 1) => (2.0, "ring_sp_sc 2.1x"),
-        (2, Pattern::Handoff, 32) => (1.3, "ring_sp_sc 1.3x"),
+    use Pattern::*;
+    let min_ratio = match (key.group, key.lcores, key.pattern, key.bulk) {
+        (Group::NoCache, 1, _, 1 | 32) if matches!(key.kept, 128 | 1024) => 1.0,
+        (Group::NoCache, 2, Recycle, 1) => 1.3,
+        (Group::NoCache, 2, Recycle, 32) => 1.2,
+        (Group::NoCache, 2, Handoff, 32) => 1.2,
+        (Group::DpdkCache, _, Recycle | Burst, _) if key.kept == 1024 => 1.0,
+        (Group::DpdkCache, 2, Handoff, _) if key.kept == 1024 => 1.1,
+        (Group::OwnCache, _, _, 32) => 0.9,
+        (Group::OwnCache, _, _, 1) => 0.7,
         _ => return None,
     };
-    Some(Target {
-        min_ratio,
-        within_noise: false,
-        reference,
-    })
+    Some(Target { min_ratio })
 }
 
-/// The target of an end-to-end configuration, if issue 7 sets one.
+/// The target of an end-to-end row: like-for-like rows only.
 pub fn e2e(key: &E2eKey) -> Option<Target> {
     match (key.app.as_str(), key.variant.as_str()) {
-        ("testpmd", "mbcache=0") => Some(Target {
-            min_ratio: 1.25,
-            within_noise: false,
-            reference: "floor 1.33x",
-        }),
-        ("testpmd", _) | ("l2fwd", _) => Some(Target {
-            min_ratio: 1.0,
-            within_noise: true,
-            reference: "",
-        }),
+        ("testpmd", "mbcache=0") | ("testpmd-xlcore", "mbcache=0") => {
+            Some(Target { min_ratio: 1.0 })
+        }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::rows;
+
+    #[test]
+    fn controls_have_no_target() {
+        for k in rows() {
+            if k.group == Group::Control {
+                assert!(mempool(&k).is_none());
+            }
+        }
+        assert_eq!(rows().iter().filter(|k| mempool(k).is_some()).count(), 15);
     }
 }

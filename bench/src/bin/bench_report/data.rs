@@ -1,0 +1,304 @@
+//! The raw results under `--dir`, and the comparisons built from them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bench::matrix::{BASELINE, OURS};
+use bench::record::{E2eKey, MempoolKey, Record, Side};
+use bench::stats::{by_mode, median, round_ratios, Paired};
+use bench::targets::{self, Target, Verdict};
+
+/// Below this share of objects handed out by `ptr_ring`, DPDK's cache served
+/// the row and the handler was not on the path: a control.
+pub const OFF_PATH: f64 = 0.01;
+
+/// One handler in one `mempool_bench` row.
+#[derive(Default)]
+pub struct MempoolRuns {
+    /// The caches it ran with (the last line's; every line of a row agrees).
+    pub side: Option<Side>,
+    /// (round, objects/s).
+    pub rounds: Vec<(u32, f64)>,
+    /// On-CPU share of every run.
+    pub on_cpu: Vec<f64>,
+    /// Handler share of every run (only where known).
+    pub share: Vec<f64>,
+}
+
+/// One handler in one end-to-end row.
+#[derive(Default)]
+pub struct E2eRuns {
+    /// DPDK cache as the run set it.
+    pub dpdk_cache: String,
+    /// The handler's own cache as the run set it.
+    pub handler_cache: String,
+    /// (round, Mpps).
+    pub rounds: Vec<(u32, f64)>,
+}
+
+/// One `mempool_perf_autotest` line: (handler, cores, get bulk, put bulk,
+/// keep, constant_n) -> objects/s.
+pub type AutotestKey = (String, u32, u32, u32, u32, u32);
+
+#[derive(Default)]
+pub struct Data {
+    pub mempool: BTreeMap<MempoolKey, BTreeMap<String, MempoolRuns>>,
+    pub e2e: BTreeMap<E2eKey, BTreeMap<String, E2eRuns>>,
+    pub autotest: BTreeMap<AutotestKey, f64>,
+    pub meta: BTreeMap<String, String>,
+    pub monitor: Vec<String>,
+    pub profiles: Vec<(String, String)>,
+}
+
+fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+impl Data {
+    pub fn load(dir: &Path) -> Data {
+        let mut d = Data::default();
+        for file in ["mempool.csv", "e2e.csv"] {
+            for line in read_lines(&dir.join(file)) {
+                d.add(Record::parse(&line));
+            }
+        }
+        for line in read_lines(&dir.join("autotest.csv")) {
+            // autotest,<handler>,<cores>,<get>,<put>,<keep>,<constant_n>,<objects/s>
+            let f: Vec<&str> = line.split(',').collect();
+            if let ["autotest", h, c, g, p, k, n, rate] = f.as_slice() {
+                let num = |s: &str| s.parse::<u32>().ok();
+                if let (Some(c), Some(g), Some(p), Some(k), Some(n), Ok(r)) =
+                    (num(c), num(g), num(p), num(k), num(n), rate.parse::<f64>())
+                {
+                    d.autotest.insert((h.to_string(), c, g, p, k, n), r);
+                }
+            }
+        }
+        for line in read_lines(&dir.join("meta.env")) {
+            if let Some((k, v)) = line.split_once('=') {
+                d.meta.insert(k.trim().to_string(), v.trim().to_string());
+            }
+        }
+        d.monitor = read_lines(&dir.join("monitor.log"));
+        d.profiles = profiles(&dir.join("profile"));
+        d
+    }
+
+    fn add(&mut self, r: Option<Record>) {
+        match r {
+            Some(Record::Mempool {
+                key,
+                handler,
+                side,
+                round,
+                rate,
+                on_cpu,
+                handler_share,
+                ..
+            }) => {
+                let h = self
+                    .mempool
+                    .entry(key)
+                    .or_default()
+                    .entry(handler)
+                    .or_default();
+                h.side = Some(side);
+                h.rounds.push((round, rate));
+                h.on_cpu.push(on_cpu);
+                if handler_share >= 0.0 {
+                    h.share.push(handler_share);
+                }
+            }
+            Some(Record::E2e {
+                key,
+                handler,
+                dpdk_cache,
+                handler_cache,
+                round,
+                rate,
+            }) => {
+                let h = self.e2e.entry(key).or_default().entry(handler).or_default();
+                h.dpdk_cache = dpdk_cache;
+                h.handler_cache = handler_cache;
+                h.rounds.push((round, rate));
+            }
+            None => {}
+        }
+    }
+
+    pub fn meta(&self, k: &str) -> &str {
+        self.meta.get(k).map_or("?", String::as_str)
+    }
+}
+
+fn profiles(dir: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "txt"))
+        .map(|f| {
+            let name = f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, std::fs::read_to_string(&f).unwrap_or_default())
+        })
+        .collect()
+}
+
+/// `ptr_ring` against the baseline in one row.
+pub struct Comparison {
+    pub label: String,
+    /// Median rates (ours, baseline).
+    pub ours: Option<f64>,
+    pub base: Option<f64>,
+    /// Paired per-round ratio.
+    pub paired: Option<Paired>,
+    /// Median ratio in the baseline's fast rounds and in its slow rounds.
+    pub fast: Option<f64>,
+    pub slow: Option<f64>,
+    pub target: Option<Target>,
+    pub verdict: Option<Verdict>,
+    /// DPDK's cache served every get and put (`ptr_ring` was not called).
+    pub control: bool,
+    /// Median handler share of `ptr_ring`.
+    pub share: Option<f64>,
+}
+
+impl Comparison {
+    fn new(
+        label: String,
+        ours: &[(u32, f64)],
+        base: &[(u32, f64)],
+        target: Option<Target>,
+        share: Option<f64>,
+    ) -> Comparison {
+        let rates = |v: &[(u32, f64)]| median(&v.iter().map(|&(_, r)| r).collect::<Vec<_>>());
+        let paired = Paired::of(&round_ratios(ours, base));
+        let (fast, slow) = by_mode(ours, base);
+        let control = share.is_some_and(|s| s < OFF_PATH);
+        let target = target.filter(|_| !control);
+        Comparison {
+            label,
+            ours: rates(ours),
+            base: rates(base),
+            verdict: target.zip(paired).map(|(t, p)| t.verdict(&p)),
+            paired,
+            fast: median(&fast),
+            slow: median(&slow),
+            target,
+            control,
+            share,
+        }
+    }
+
+    /// Which side is faster, with the figures, in words.
+    pub fn statement(&self, unit: &str, scale: f64) -> String {
+        let (Some(p), Some(o), Some(b)) = (self.paired, self.ours, self.base) else {
+            return "no data".into();
+        };
+        let who = match p.word() {
+            "faster" => "ptr_ring faster",
+            "slower" => "ptr_ring slower",
+            _ => "equal within noise",
+        };
+        format!(
+            "{who}: {:.1} vs {:.1} {unit} ({:.2}x, 95% CI {:.2}-{:.2})",
+            o / scale,
+            b / scale,
+            p.median,
+            p.lo,
+            p.hi
+        )
+    }
+}
+
+pub fn mempool_cmp(key: &MempoolKey, m: &BTreeMap<String, MempoolRuns>) -> Option<Comparison> {
+    let ours = m.get(OURS)?;
+    let base = m.get(BASELINE)?;
+    Some(Comparison::new(
+        key.describe(),
+        &ours.rounds,
+        &base.rounds,
+        targets::mempool(key),
+        median(&ours.share),
+    ))
+}
+
+/// Paired ratio of any handler to the baseline in one row.
+pub fn paired_to_base(m: &BTreeMap<String, MempoolRuns>, h: &str) -> Option<Paired> {
+    Paired::of(&round_ratios(&m.get(h)?.rounds, &m.get(BASELINE)?.rounds))
+}
+
+pub fn e2e_cmp(key: &E2eKey, m: &BTreeMap<String, E2eRuns>) -> Option<Comparison> {
+    Some(Comparison::new(
+        e2e_label(key),
+        &m.get(OURS)?.rounds,
+        &m.get(BASELINE)?.rounds,
+        targets::e2e(key),
+        None,
+    ))
+}
+
+/// A short human description of an end-to-end row.
+pub fn e2e_label(k: &E2eKey) -> String {
+    match (k.app.as_str(), k.variant.as_str()) {
+        ("testpmd", "mbcache=0") => "testpmd io, no cache on either side".into(),
+        ("testpmd", "mbcache=default") => "testpmd io, DPDK cache 250 on both".into(),
+        ("testpmd", "burst512") => {
+            "testpmd io --burst=512 (bypasses DPDK's cache), cache 250 on both".into()
+        }
+        ("testpmd", "ownvsnone") => {
+            "testpmd io, ptr_ring's OWN cache vs ring_mp_mc with NO cache (not like for like)"
+                .into()
+        }
+        ("testpmd-xlcore", "mbcache=0") => {
+            "testpmd, alloc on one lcore, free on another, no cache".into()
+        }
+        ("testpmd-xlcore", "mbcache=default") => {
+            "testpmd, alloc on one lcore, free on another, DPDK cache 250 on both".into()
+        }
+        ("l2fwd", "default") => "l2fwd, DPDK cache 256 on both".into(),
+        (app, variant) => format!("{app} {variant}"),
+    }
+}
+
+/// Every compared row with a target or a control flag, mempool rows first.
+pub fn all_rows(d: &Data) -> Vec<(String, Comparison)> {
+    let m = d
+        .mempool
+        .iter()
+        .filter_map(|(k, m)| mempool_cmp(k, m).map(|c| (format!("{}: ", k.group.name()), c)));
+    let e = e2e_keys(d)
+        .into_iter()
+        .filter_map(|k| e2e_cmp(k, &d.e2e[k]).map(|c| ("e2e: ".to_string(), c)));
+    m.chain(e).collect()
+}
+
+/// End-to-end rows in report order.
+pub fn e2e_keys(d: &Data) -> Vec<&E2eKey> {
+    let order = [
+        "mbcache=0",
+        "mbcache=default",
+        "burst512",
+        "ownvsnone",
+        "default",
+    ];
+    let mut keys: Vec<&E2eKey> = d.e2e.keys().collect();
+    keys.sort_by_key(|k| {
+        (
+            k.app.clone(),
+            order
+                .iter()
+                .position(|v| *v == k.variant)
+                .unwrap_or(order.len()),
+        )
+    });
+    keys
+}

@@ -1,0 +1,145 @@
+//! `bench_report`: turns the raw results of `bench/run.sh` into
+//! `bench/RESULTS.md` and the chart of the ratios. Run `bench_report --help`.
+//!
+//! Reads, under `--dir`: `mempool.csv` and `e2e.csv` (see `bench::record`;
+//! format 2, format 1 still read), `autotest.csv` (DPDK's
+//! `mempool_perf_autotest`, parsed by `bench/run.sh`), `meta.env`
+//! (`KEY=VALUE` lines about the machine and the run), `monitor.log` (other
+//! processes' CPU use sampled during the run) and `profile/*.txt`.
+
+mod chart;
+mod data;
+mod machine;
+mod tables;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bench::targets::Verdict;
+
+use data::Data;
+
+const HELP: &str = "\
+bench_report: RESULTS.md and the ratio chart from the raw results of bench/run.sh
+
+usage: bench_report [--dir DIR] [--out RESULTS.md] [--svg CHART.svg] [--notes NOTES.md]
+       bench_report [--dir DIR] --missed
+
+  --dir DIR      raw results (default build/bench)
+  --out PATH     write the report there (default: stdout)
+  --svg PATH     write the chart there
+  --notes PATH   append this hand-written analysis as the closing note
+  --missed       print the mempool_bench --only filter of every missed target, one per line
+  -h, --help     this text
+";
+
+struct Args {
+    dir: PathBuf,
+    out: Option<PathBuf>,
+    svg: Option<PathBuf>,
+    notes: Option<PathBuf>,
+    missed: bool,
+}
+
+fn parse_args() -> Result<Args, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut a = Args {
+        dir: PathBuf::from("build/bench"),
+        out: None,
+        svg: None,
+        notes: None,
+        missed: false,
+    };
+    let mut p = lexopt::Parser::from_env();
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("dir") => a.dir = p.value()?.into(),
+            Long("out") => a.out = Some(p.value()?.into()),
+            Long("svg") => a.svg = Some(p.value()?.into()),
+            Long("notes") => a.notes = Some(p.value()?.into()),
+            Long("missed") => a.missed = true,
+            Short('h') | Long("help") => {
+                print!("{HELP}");
+                std::process::exit(0);
+            }
+            _ => return Err(arg.unexpected()),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("bench_report: {e}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    let d = Data::load(&a.dir);
+    if a.missed {
+        for (k, m) in &d.mempool {
+            if data::mempool_cmp(k, m).is_some_and(|c| c.verdict == Some(Verdict::Missed)) {
+                println!("{}", k.filter());
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    if d.mempool.is_empty() && d.e2e.is_empty() {
+        eprintln!("bench_report: no results under {}", a.dir.display());
+        return ExitCode::FAILURE;
+    }
+    match run(&a, &d) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench_report: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(a: &Args, d: &Data) -> Result<(), String> {
+    // The chart is referenced relative to the report when both share a folder.
+    let svg_name =
+        a.svg.as_ref().map(
+            |p| match (a.out.as_ref().and_then(|o| o.parent()), p.parent()) {
+                (Some(od), Some(sd)) if od == sd => {
+                    p.file_name().map_or(p.display().to_string(), |f| {
+                        f.to_string_lossy().into_owned()
+                    })
+                }
+                _ => p.display().to_string(),
+            },
+        );
+    if let Some(p) = &a.svg {
+        chart::write(d, p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let notes = a
+        .notes
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let text = tables::report(d, notes.as_deref(), svg_name.as_deref());
+    match &a.out {
+        Some(p) => {
+            std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+            eprintln!("bench_report: wrote {}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    // Verdicts on stderr, for the run's log.
+    for (prefix, c) in data::all_rows(d) {
+        if let (Some(t), Some(v)) = (c.target, c.verdict) {
+            let p = c.paired.map_or("-".into(), |p| {
+                format!("{:.2}x [{:.2}-{:.2}]", p.median, p.lo, p.hi)
+            });
+            eprintln!(
+                "  {:<70} {:>20} target {:<8} {}",
+                format!("{prefix}{}", c.label),
+                p,
+                t.describe(),
+                v.label()
+            );
+        }
+    }
+    Ok(())
+}

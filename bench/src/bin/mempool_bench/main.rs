@@ -1,0 +1,528 @@
+//! `mempool_bench`: objects per second through DPDK's own
+//! `rte_mempool_get_bulk`/`rte_mempool_put_bulk` on mbuf pools served by
+//! different mempool handlers, in one process, the handlers' order rotated
+//! every round (A B C, B C A, C A B, ...).
+//!
+//! Every row says which caches each handler runs with (`bench::matrix`):
+//! DPDK's per-lcore mempool cache (`cache_size`) and `ptr_ring`'s own
+//! per-lcore cache, set per pool through `rte_mempool_set_ops_byname`'s
+//! `pool_config` (`struct ptr_ring_pool_config`). Run `mempool_bench --help`
+//! for the options.
+//!
+//! Output: one CSV line per handler per round (format 2, see
+//! `bench::record`), progress and a per-row summary on stderr. Rates are
+//! wall-clock (TSC); each line also carries the smallest share of the run
+//! that a lane's thread was on its CPU, and for `ptr_ring` the share of the
+//! objects got that its own counters saw leave the handler (near 0: DPDK's
+//! cache served everything).
+
+mod lane;
+mod pools;
+
+use std::collections::HashMap;
+use std::ffi::{c_int, CString};
+use std::fs::OpenOptions;
+use std::hint::spin_loop;
+use std::io::Write;
+use std::process::ExitCode;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Instant;
+
+use bench::matrix::{self, BASELINE, OURS};
+use bench::record::{Group, MempoolKey, Pattern, Record};
+use bench::stats::{round_ratios, Paired, Summary};
+use dpdk_sys as sys;
+
+use lane::{run_lane, worker_entry, Job, Lane};
+use pools::Pools;
+
+/// Largest bulk size the loops support (DPDK's cache refills up to 512 + n).
+const MAX_BULK: u32 = 512;
+/// Slots of the SP/SC hand-over ring of the `handoff` pattern.
+const HANDOFF_RING_SLOTS: u32 = 1024;
+/// `RING_F_SP_ENQ | RING_F_SC_DEQ` (rte_ring_core.h; bindgen does not bind
+/// these macros).
+const RING_F_SP_SC: u32 = 0x0001 | 0x0002;
+
+const HELP: &str = "\
+mempool_bench: rte_mempool_get_bulk/put_bulk rates of mempool handlers, same process
+
+usage: mempool_bench [OPTIONS] -- EAL_ARGS...
+
+options:
+  --rounds N        rounds per row (default 11); the handlers' order rotates every round
+  --secs S          seconds per handler per round (default 0.3)
+  --warmup S        untimed seconds per handler before round 1 (default 0.05)
+  --pool-size N     mbufs per pool (default: enough for every selected row, at least 16383)
+  --handlers A,B    handlers to compare (default ptr_ring,ring_mp_mc,floor_lifo; also
+                    stack, ring_sp_sc; ring_sp_sc only where one thread enqueues and one
+                    dequeues; floor_lifo, an unsynchronised single-thread reference
+                    registered by this binary, only on one lcore without cache)
+  --only FILTER     rows matching every field=value, e.g. group=nocache,lcores=2
+                    (fields: group pattern lcores bulk kept cache;
+                    groups: nocache dpdkcache owncache bigbulk noneal control)
+  --list            print the selected rows and exit
+  --csv PATH        append the CSV lines there instead of stdout
+  -h, --help        this text
+
+EAL_ARGS need two lcores for the two-lcore rows (e.g. -l 0-1 --main-lcore 1: one-lcore
+rows run on the main lcore) and -d <abs path>/librte_mempool_ptr_ring.so for ptr_ring.
+";
+
+/// Command-line settings.
+struct Opts {
+    rounds: u32,
+    secs: f64,
+    warmup: f64,
+    pool_size: Option<u32>,
+    handlers: Vec<String>,
+    only: Vec<(String, String)>,
+    list: bool,
+    csv: Option<String>,
+    eal: Vec<String>,
+}
+
+fn parse_opts() -> Result<Opts, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut o = Opts {
+        rounds: 11,
+        secs: 0.3,
+        warmup: 0.05,
+        pool_size: None,
+        handlers: [OURS, BASELINE, bench::floor::NAME]
+            .map(String::from)
+            .to_vec(),
+        only: Vec::new(),
+        list: false,
+        csv: None,
+        eal: Vec::new(),
+    };
+    let mut p = lexopt::Parser::from_env();
+    while let Some(arg) = p.next()? {
+        match arg {
+            Long("rounds") => o.rounds = p.value()?.parse()?,
+            Long("secs") => o.secs = p.value()?.parse()?,
+            Long("warmup") => o.warmup = p.value()?.parse()?,
+            Long("pool-size") => o.pool_size = Some(p.value()?.parse()?),
+            Long("handlers") => {
+                o.handlers = p.value()?.string()?.split(',').map(String::from).collect()
+            }
+            Long("only") => {
+                for kv in p.value()?.string()?.split(',').filter(|s| !s.is_empty()) {
+                    let (k, v) = kv
+                        .split_once('=')
+                        .ok_or_else(|| format!("--only: {kv:?} is not field=value"))?;
+                    if !["group", "pattern", "lcores", "bulk", "kept", "cache"].contains(&k) {
+                        return Err(format!("--only: unknown field {k:?}").into());
+                    }
+                    o.only.push((k.to_string(), v.to_string()));
+                }
+            }
+            Long("list") => o.list = true,
+            Long("csv") => o.csv = Some(p.value()?.string()?),
+            Short('h') | Long("help") => {
+                print!("{HELP}");
+                std::process::exit(0);
+            }
+            Value(v) => {
+                o.eal.push(v.string()?);
+                o.eal
+                    .extend(p.raw_args()?.map(|a| a.to_string_lossy().into_owned()));
+            }
+            _ => return Err(arg.unexpected()),
+        }
+    }
+    if o.rounds == 0 || o.secs <= 0.0 || o.handlers.is_empty() {
+        return Err("--rounds, --secs and --handlers must be positive / non-empty".into());
+    }
+    Ok(o)
+}
+
+/// The handler-independent pieces of a run: the hand-over ring, the lcores.
+struct Bench {
+    pools: Pools,
+    ring: NonNull<sys::rte_ring>,
+    worker: u32,
+    tsc_hz: f64,
+}
+
+/// What one run measured.
+struct Measured {
+    /// Objects per second.
+    rate: f64,
+    /// Smallest share of the run a lane's thread was on its CPU.
+    on_cpu: f64,
+    /// Objects the handler handed out per object got (-1: unknown).
+    share: f64,
+}
+
+impl Bench {
+    fn new(pool_size: u32, plugin: Option<&str>) -> Result<Bench, String> {
+        let name = CString::new("bench_handoff").expect("literal");
+        // SAFETY: valid name; DPDK returns null with rte_errno on failure.
+        let ring = unsafe {
+            sys::rte_ring_create(
+                name.as_ptr(),
+                HANDOFF_RING_SLOTS,
+                sys::SOCKET_ID_ANY,
+                RING_F_SP_SC,
+            )
+        };
+        let ring =
+            NonNull::new(ring).ok_or_else(|| format!("rte_ring_create: errno {}", sys::errno()))?;
+        // SAFETY: plain EAL queries after rte_eal_init.
+        let (main, hz) = unsafe { (sys::rte_get_main_lcore(), sys::rte_get_tsc_hz()) };
+        // SAFETY: as above; wrap so that a main lcore above the worker works.
+        let worker = unsafe { sys::rte_get_next_lcore(main, 1, 1) };
+        Ok(Bench {
+            pools: Pools::new(pool_size, plugin),
+            ring,
+            worker,
+            tsc_hz: hz as f64,
+        })
+    }
+
+    fn has_worker(&self) -> bool {
+        self.worker < sys::RTE_MAX_LCORE
+    }
+
+    /// One run of `secs` seconds of `handler` in `key`.
+    fn measure(&mut self, key: &MempoolKey, handler: &str, secs: f64) -> Result<Measured, String> {
+        let mp = self.pools.get(handler, matrix::side(key, handler))?;
+        let job = Job {
+            mp,
+            ring: self.ring.as_ptr(),
+            bulk: key.bulk,
+            kept: key.kept,
+            pattern: key.pattern,
+            duration: (secs * self.tsc_hz) as u64,
+            ready: AtomicU32::new(0),
+            go: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            non_eal: AtomicBool::new(false),
+            lanes: Default::default(),
+        };
+        let before = self.pools.handed_out(mp);
+        let two = key.lcores == 2;
+        if two {
+            // SAFETY: `job` outlives the launch: we wait for the worker below
+            // before returning; the worker lcore is idle (WAIT state).
+            let r = unsafe {
+                sys::rte_eal_remote_launch(
+                    Some(worker_entry),
+                    (&job as *const Job).cast_mut().cast(),
+                    self.worker,
+                )
+            };
+            if r != 0 {
+                return Err(format!("rte_eal_remote_launch: {r}"));
+            }
+            while job.ready.load(Ordering::Acquire) < 1 {
+                spin_loop();
+            }
+        }
+        // Pairs with the Acquire load in `run_lane`.
+        job.go.store(true, Ordering::Release);
+        if key.group == Group::NonEal {
+            // A plain thread that never registered with EAL: rte_lcore_id()
+            // is LCORE_ID_ANY there, so DPDK's cache is bypassed.
+            std::thread::scope(|s| {
+                s.spawn(|| run_lane(&job, 0));
+            });
+            if !job.non_eal.load(Ordering::Relaxed) {
+                return Err("the non-EAL thread has an lcore id".into());
+            }
+        } else {
+            run_lane(&job, 0);
+        }
+        if two {
+            // SAFETY: the worker was launched above.
+            let r = unsafe { sys::rte_eal_wait_lcore(self.worker) };
+            if r != 0 {
+                return Err(format!("worker lcore returned {r}"));
+            }
+        }
+        if key.pattern == Pattern::Handoff {
+            self.drain(mp, key.bulk);
+        }
+        // Every object must be back (handler plus DPDK caches).
+        // SAFETY: a live pool, no thread is using it now.
+        let (avail, size) = unsafe { (sys::rte_mempool_avail_count(mp), (*mp).size) };
+        if avail != size {
+            return Err(format!(
+                "{handler} {key}: {avail} of {size} objects available after the run"
+            ));
+        }
+        Ok(self.summarise(&job, key, before.zip(self.pools.handed_out(mp))))
+    }
+
+    fn summarise(&self, job: &Job, key: &MempoolKey, hold: Option<(u64, u64)>) -> Measured {
+        let per_sec = |l: &Lane, n: u64| {
+            n as f64 * self.tsc_hz / l.cycles.load(Ordering::Relaxed).max(1) as f64
+        };
+        let on_cpu = |l: &Lane| {
+            let wall_ns = l.cycles.load(Ordering::Relaxed).max(1) as f64 * 1e9 / self.tsc_hz;
+            (l.cpu_ns.load(Ordering::Relaxed) as f64 / wall_ns).min(1.0)
+        };
+        let lanes = &job.lanes[..key.lcores as usize];
+        let rate = match key.pattern {
+            Pattern::Recycle | Pattern::Burst => lanes
+                .iter()
+                .map(|l| per_sec(l, l.got.load(Ordering::Relaxed)))
+                .sum(),
+            Pattern::Handoff => per_sec(&job.lanes[1], job.lanes[1].put.load(Ordering::Relaxed)),
+        };
+        let got: u64 = lanes.iter().map(|l| l.got.load(Ordering::Relaxed)).sum();
+        let share = match hold {
+            Some((b, a)) if got > 0 => a.saturating_sub(b) as f64 / got as f64,
+            _ => -1.0,
+        };
+        Measured {
+            rate,
+            on_cpu: lanes.iter().map(|l| on_cpu(l)).fold(1.0, f64::min),
+            share,
+        }
+    }
+
+    /// Puts back what the hand-over ring still holds.
+    fn drain(&self, mp: *mut sys::rte_mempool, bulk: u32) {
+        let mut objs = vec![std::ptr::null_mut(); bulk as usize];
+        // SAFETY: both lanes have stopped: this thread is the only user of
+        // the ring; every enqueue was exactly `bulk` objects from `mp`.
+        while unsafe {
+            sys::rte_ring_dequeue_bulk(
+                self.ring.as_ptr(),
+                objs.as_mut_ptr(),
+                bulk,
+                std::ptr::null_mut(),
+            )
+        } == bulk
+        {
+            // SAFETY: the objects came from `mp`.
+            unsafe { sys::rte_mempool_put_bulk(mp, objs.as_mut_ptr(), bulk) };
+        }
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        // SAFETY: our ring, empty and unused.
+        unsafe { sys::rte_ring_free(self.ring.as_ptr()) };
+    }
+}
+
+fn eal_init(args: &[String]) -> Result<(), String> {
+    let owned: Vec<CString> = std::iter::once("mempool_bench".to_string())
+        .chain(args.iter().cloned())
+        .map(|a| CString::new(a).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let mut ptrs: Vec<*mut std::ffi::c_char> =
+        owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
+    // SAFETY: argc/argv are valid for the call; the strings are leaked below
+    // because EAL may keep pointers into argv.
+    let r = unsafe { sys::rte_eal_init(ptrs.len() as c_int, ptrs.as_mut_ptr()) };
+    std::mem::forget(owned);
+    if r < 0 {
+        return Err(format!("rte_eal_init failed (rte_errno {})", sys::errno()));
+    }
+    Ok(())
+}
+
+/// The `-d` path of the EAL arguments that names the ptr_ring plugin.
+fn plugin_path(eal: &[String]) -> Option<&str> {
+    eal.windows(2)
+        .find(|w| w[0] == "-d" && w[1].contains("ptr_ring"))
+        .map(|w| w[1].as_str())
+}
+
+fn main() -> ExitCode {
+    let o = match parse_opts() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("mempool_bench: {e}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut keys = matrix::rows();
+    keys.retain(|k| o.only.iter().all(|(f, v)| k.matches(f, v)));
+    if keys.is_empty() {
+        eprintln!("mempool_bench: the filter selects no row");
+        return ExitCode::from(2);
+    }
+    if o.list {
+        for k in &keys {
+            println!("{}  ({})", k.filter(), k.describe());
+        }
+        return ExitCode::SUCCESS;
+    }
+    if o.handlers.iter().any(|h| h == bench::floor::NAME) {
+        if let Err(e) = bench::floor::register() {
+            eprintln!("mempool_bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Err(e) = eal_init(&o.eal) {
+        eprintln!("mempool_bench: {e}");
+        return ExitCode::FAILURE;
+    }
+    let code = match run(&o, &keys) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mempool_bench: {e}");
+            ExitCode::FAILURE
+        }
+    };
+    // SAFETY: every pool and ring was freed when `run` returned.
+    unsafe { sys::rte_eal_cleanup() };
+    code
+}
+
+fn open_out(csv: Option<&str>) -> Result<Box<dyn Write>, String> {
+    Ok(match csv {
+        Some(p) => Box::new(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("{p}: {e}"))?,
+        ),
+        None => Box::new(std::io::stdout()),
+    })
+}
+
+fn run(o: &Opts, keys: &[MempoolKey]) -> Result<(), String> {
+    if let Some(k) = keys.iter().find(|k| k.bulk > MAX_BULK) {
+        return Err(format!("{k}: bulk above {MAX_BULK}"));
+    }
+    let needed = keys
+        .iter()
+        .map(|k| matrix::pool_size_needed(k, HANDOFF_RING_SLOTS))
+        .max()
+        .unwrap_or(0);
+    let pool_size = o.pool_size.unwrap_or(needed.max(16383));
+    let mut bench = Bench::new(pool_size, plugin_path(&o.eal))?;
+    if keys.iter().any(|k| k.lcores == 2) && !bench.has_worker() {
+        return Err("two-lcore rows need a worker lcore: pass -l 0-1".into());
+    }
+    let mut out = open_out(o.csv.as_deref())?;
+    let fits = |k: &MempoolKey| -> Vec<&str> {
+        o.handlers
+            .iter()
+            .filter(|h| matrix::handler_fits(h, k))
+            .map(String::as_str)
+            .collect()
+    };
+    let total_runs: usize = keys.iter().map(|k| fits(k).len() * o.rounds as usize).sum();
+    // SAFETY: plain EAL queries.
+    let (main_cpu, worker_cpu) = unsafe {
+        (
+            sys::rte_lcore_to_cpu_id(sys::rte_get_main_lcore() as c_int),
+            if bench.has_worker() {
+                sys::rte_lcore_to_cpu_id(bench.worker as c_int)
+            } else {
+                -1
+            },
+        )
+    };
+    eprintln!(
+        "mempool_bench: {} rows, {} rounds of {} s, {} timed runs (about {:.0} s); pools of {pool_size} mbufs; \
+         main lcore on CPU {main_cpu}, worker on CPU {worker_cpu}; TSC {:.2} GHz",
+        keys.len(),
+        o.rounds,
+        o.secs,
+        total_runs,
+        total_runs as f64 * (o.secs + 0.01) + keys.len() as f64 * 2.5 * o.warmup,
+        bench.tsc_hz / 1e9
+    );
+    let w = |out: &mut Box<dyn Write>, s: String| writeln!(out, "{s}").map_err(|e| e.to_string());
+    w(&mut out, format!("# format={}", bench::record::FORMAT))?;
+    w(
+        &mut out,
+        format!(
+            "# mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
+             tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu}",
+            o.rounds, o.secs, o.warmup, bench.tsc_hz
+        ),
+    )?;
+    let t0 = Instant::now();
+    for (i, key) in keys.iter().enumerate() {
+        let hs = fits(key);
+        if o.warmup > 0.0 {
+            for h in &hs {
+                bench.measure(key, h, o.warmup)?;
+            }
+        }
+        let mut samples: HashMap<&str, Vec<(u32, f64)>> = HashMap::new();
+        let mut shares = Vec::new();
+        for round in 1..=o.rounds {
+            // Rotate the order every round: A B C, B C A, C A B, ...
+            let shift = (round as usize - 1) % hs.len();
+            for (pos, h) in hs.iter().cycle().skip(shift).take(hs.len()).enumerate() {
+                let m = bench.measure(key, h, o.secs)?;
+                let side = matrix::side(key, h);
+                w(
+                    &mut out,
+                    Record::mempool_line(
+                        key,
+                        h,
+                        side,
+                        round,
+                        pos as u32 + 1,
+                        m.rate,
+                        m.on_cpu,
+                        m.share,
+                    ),
+                )?;
+                samples.entry(h).or_default().push((round, m.rate));
+                if m.share >= 0.0 {
+                    shares.push(m.share);
+                }
+            }
+        }
+        out.flush().map_err(|e| e.to_string())?;
+        progress(
+            i + 1,
+            keys.len(),
+            key,
+            &hs,
+            &samples,
+            &shares,
+            t0.elapsed().as_secs_f64(),
+        );
+    }
+    Ok(())
+}
+
+/// One stderr line per row: median and ratio (paired, with its interval).
+fn progress(
+    done: usize,
+    total: usize,
+    key: &MempoolKey,
+    hs: &[&str],
+    samples: &HashMap<&str, Vec<(u32, f64)>>,
+    shares: &[f64],
+    elapsed: f64,
+) {
+    let mut line = format!("[{done:2}/{total}] {:<40}", key.to_string());
+    for h in hs {
+        let Some(v) = samples.get(h) else { continue };
+        let rates: Vec<f64> = v.iter().map(|&(_, r)| r).collect();
+        let Some(s) = Summary::of(&rates) else {
+            continue;
+        };
+        line.push_str(&format!(" | {h} {:.1} M/s", s.median / 1e6));
+        if *h != BASELINE {
+            if let Some(p) = samples
+                .get(BASELINE)
+                .and_then(|b| Paired::of(&round_ratios(v, b)))
+            {
+                line.push_str(&format!(" {:.2}x [{:.2}-{:.2}]", p.median, p.lo, p.hi));
+            }
+        }
+    }
+    if let Some(s) = Summary::of(shares) {
+        line.push_str(&format!(" | handler share {:.3}", s.median));
+    }
+    eprintln!("{line}  [{elapsed:.0} s]");
+}

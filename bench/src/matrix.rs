@@ -1,0 +1,138 @@
+//! The rows `mempool_bench` runs and the caches each handler uses in them.
+//!
+//! "Kept" = each getting lane keeps that many objects out in a FIFO: every
+//! step gets `bulk` objects and, once it holds more than `kept`, puts back
+//! the oldest `bulk` (like an RX ring that holds its mbufs for a while).
+//! With a DPDK cache, such a balanced FIFO never empties or overflows the
+//! cache, so the handler is not called; the `burst` rows (fill to `kept`,
+//! then drain) are the ones where refills and flushes reach it. Every row
+//! records how often the handler was really called.
+
+use crate::record::{Group, MempoolKey, Pattern, Side};
+
+/// The handler the ratios are taken against.
+pub const BASELINE: &str = "ring_mp_mc";
+/// The handler under test.
+pub const OURS: &str = "ptr_ring";
+/// DPDK's cache size of the cache rows (its largest common default).
+pub const CACHE: u32 = 256;
+
+fn row(group: Group, pattern: Pattern, lcores: u32, bulk: u32, kept: u32) -> MempoolKey {
+    let cache = match group {
+        Group::NoCache | Group::BigBulk => 0,
+        _ => CACHE,
+    };
+    MempoolKey {
+        group,
+        pattern,
+        lcores,
+        bulk,
+        kept,
+        cache,
+    }
+}
+
+/// Every row, in run (and report) order.
+pub fn rows() -> Vec<MempoolKey> {
+    use Group::*;
+    use Pattern::*;
+    let mut v = Vec::new();
+    // (a) no cache anywhere.
+    for kept in [128, 1024] {
+        for bulk in [1, 32] {
+            v.push(row(NoCache, Recycle, 1, bulk, kept));
+        }
+    }
+    for bulk in [1, 32] {
+        v.push(row(NoCache, Recycle, 2, bulk, 128));
+    }
+    v.push(row(NoCache, Handoff, 2, 32, 0));
+    // (b) DPDK cache on both, working set larger than the cache.
+    for lcores in [1, 2] {
+        for kept in [1024, 4096] {
+            v.push(row(DpdkCache, Recycle, lcores, 32, kept));
+        }
+    }
+    v.push(row(DpdkCache, Handoff, 2, 32, 1024));
+    // The same working sets taken and released in bursts: DPDK's cache
+    // refills and flushes through the handler.
+    for lcores in [1, 2] {
+        for kept in [1024, 4096] {
+            v.push(row(DpdkCache, Burst, lcores, 32, kept));
+        }
+    }
+    // (c) ptr_ring's own cache against DPDK's cache of the same size.
+    for bulk in [1, 32] {
+        v.push(row(OwnCache, Recycle, 1, bulk, 0));
+    }
+    v.push(row(OwnCache, Recycle, 2, 32, 0));
+    // (d) refill/flush-sized bulks, no cache.
+    for bulk in [128, 512] {
+        v.push(row(BigBulk, Recycle, 1, bulk, 0));
+    }
+    v.push(row(BigBulk, Recycle, 2, 512, 0));
+    // (e) an unregistered non-EAL thread.
+    for bulk in [1, 32] {
+        v.push(row(NonEal, Recycle, 1, bulk, 128));
+    }
+    // (f) controls: the working set fits DPDK's cache.
+    for lcores in [1, 2] {
+        v.push(row(Control, Recycle, lcores, 32, 128));
+    }
+    v
+}
+
+/// The caches `handler` runs with in `key`.
+pub fn side(key: &MempoolKey, handler: &str) -> Side {
+    let ours = handler == OURS;
+    let (dpdk_cache, handler_cache) = match key.group {
+        Group::NoCache | Group::BigBulk => (0, 0),
+        Group::OwnCache if ours => (0, key.cache as i32),
+        Group::OwnCache | Group::DpdkCache | Group::NonEal | Group::Control => (key.cache, 0),
+    };
+    Side {
+        dpdk_cache,
+        handler_cache,
+    }
+}
+
+/// Whether `handler` may serve `key`: `ring_sp_sc` only where one thread
+/// enqueues and one dequeues; the single-thread `floor_lifo` reference only
+/// on one lcore without any cache.
+pub fn handler_fits(handler: &str, key: &MempoolKey) -> bool {
+    if handler == crate::floor::NAME {
+        return key.lcores == 1 && matches!(key.group, Group::NoCache | Group::BigBulk);
+    }
+    !handler.ends_with("sp_sc") || key.lcores == 1 || key.pattern == Pattern::Handoff
+}
+
+/// Objects a pool needs for `key`: every lane's FIFO, DPDK's caches (up to
+/// 1.5x their size each), the hand-over ring, and room to spare.
+pub fn pool_size_needed(key: &MempoolKey, handoff_ring: u32) -> u32 {
+    let lanes = key.lcores;
+    lanes * (key.kept + 2 * key.bulk) + lanes * (key.cache * 3 / 2 + key.bulk) + handoff_ring + 1024
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_is_a_multiple_of_bulk() {
+        for k in rows() {
+            assert_eq!(k.kept % k.bulk, 0, "{k}");
+        }
+    }
+
+    #[test]
+    fn own_cache_rows_give_each_side_its_cache() {
+        let k = rows()
+            .into_iter()
+            .find(|k| k.group == Group::OwnCache)
+            .unwrap();
+        assert_eq!(side(&k, OURS).dpdk_cache, 0);
+        assert_eq!(side(&k, OURS).handler_cache, 256);
+        assert_eq!(side(&k, BASELINE).dpdk_cache, 256);
+        assert_eq!(side(&k, BASELINE).handler_cache, 0);
+    }
+}
