@@ -59,8 +59,9 @@ failed=0
 skipped=0
 check_start=$SECONDS
 took=""
-# Checks that need shared hugepage memory and cannot run with --no-huge.
-NOHUGE_ONLY=" cargo_eal_multiprocess "
+# Checks that cannot run with --no-huge: multi-process needs shared hugepage
+# memory; EAL gives IOVA as PA only with hugepages.
+NOHUGE_ONLY=" cargo_eal_multiprocess cargo_eal_populate "
 lap() { took="$((SECONDS - check_start)) s"; check_start=$SECONDS; }
 pass() { lap; echo "PASS $1${2:+ ($2)} [$took]"; passed=$((passed + 1)); }
 fail() {
@@ -278,11 +279,14 @@ try:
     none = parse(sys.argv[4])
 except Exception as e:
     print(f"bad reply: {e!r}"); sys.exit()
-need = ["size", "available", "populated", "in_ring", "in_handler_caches", "inflight", "hold", "release"]
+need = ["size", "available", "populated", "in_ring", "in_handler_caches", "inflight", "hold", "release",
+        "handler_dequeue_failures"]
 if "mb_pool_0" not in (pools or []):
     print(f"mb_pool_0 not listed by /ptr_ring/pools: {pools}")
 elif not isinstance(a, dict) or any(k not in a for k in need):
     print(f"stats lack fields {[k for k in need if not isinstance(a, dict) or k not in a]}: {a}")
+elif not isinstance(a["inflight"], int):
+    print(f"inflight is not a number: {a['inflight']!r}")
 elif a["size"] <= 0 or a["populated"] != a["size"]:
     print(f"size {a['size']} populated {a['populated']}")
 elif a["available"] > a["size"] or a["in_ring"] + a["in_handler_caches"] > a["size"]:
@@ -339,11 +343,13 @@ for line in sys.stdin:
         fi
         rc=0
         (cd "$repo/pmd-glue" && timeout -k 5 120 "$exe" --nocapture --test-threads=1) </dev/null >"$log" 2>&1 || rc=$?
-        out=$(grep -E '^test: (SKIP|ops-index hazard)' "$log" | sed 's/^test: //' | paste -sd ';' - || true)
+        # (libtest prints "test NAME ... " without a newline before the
+        # test's own first line: match "test: " anywhere on a line.)
+        out=$(grep -oE 'test: (SKIP|ops-index hazard).*' "$log" | sed 's/^test: //' | paste -sd ';' - || true)
         errs=$(handler_errors "$log")
         if ((rc != 0)); then
             fail "cargo_$t" "exit status $rc: $(grep -m1 -A1 'panicked' "$log" | tail -n 1 || true)" "$log"
-        elif grep -q "^test: SKIP $t" "$log"; then
+        elif grep -qE "(^|\.\.\. )test: SKIP $t:" "$log"; then
             skip "cargo_$t" "${out#SKIP }" "$([[ $NOHUGE_ONLY == *" cargo_$t "* ]] && echo nohuge)" "$log"
         elif [[ -n $errs && $t != eal_validation && $t != eal_shutdown && $t != eal_multiprocess ]]; then
             # (Those three provoke and check handler errors on purpose:
