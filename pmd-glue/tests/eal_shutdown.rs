@@ -302,3 +302,45 @@ fn telemetry_signed_inflight() {
     drop(pool);
     eprintln!("test: telemetry inflight is signed");
 }
+
+/// Telemetry reads a pool by name while the application creates and frees
+/// pools of that name: every reply is either "no such pool" or a whole,
+/// consistent pool (the release lock keeps a pool it found alive).
+#[test]
+fn telemetry_races_free() {
+    let _turn = setup();
+    let name = "shut_race";
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let cname = CString::new(name).expect("name");
+            let (mut seen, mut absent) = (0u64, 0u64);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match telemetry::pool_stats(&cname) {
+                    None => absent += 1,
+                    Some(v) => {
+                        let get = |k: &str| v.iter().find(|(n, _)| *n == k).map(|(_, x)| x.clone());
+                        assert_eq!(get("size"), Some(StatValue::U64(128)));
+                        assert_eq!(get("state"), Some(StatValue::Str("active".into())));
+                        seen += 1;
+                    }
+                }
+            }
+            (seen, absent)
+        })
+    };
+    let ((), log) = capture_log(|| {
+        for _ in 0..1000 {
+            let pool = MbufPool::create(name, 128, 0, DATA_ROOM, -1).expect("pool");
+            drop(pool);
+        }
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (seen, absent) = reader.join().expect("reader");
+    eprintln!("test: telemetry during 1000 create/free: {seen} replies, {absent} absent");
+    assert!(
+        !log.contains("PTR_RING: ERROR: "),
+        "no handler error while telemetry races free: {log}"
+    );
+}
