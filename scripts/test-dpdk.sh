@@ -12,10 +12,15 @@
 #                        (--mbcache=0, so that forwarding reaches the handler
 #                        and its hold counter grows between two reads);
 #   5. cargo EAL tests   pmd-glue/tests/eal_*.rs (exhaustion, validation mode,
-#                        two lcores, primary + secondary processes).
+#                        two lcores, primary + secondary processes, IOVA
+#                        stability over recycles, shutdown and free, DMA
+#                        mapping, populate with IOVA as PA).
 #
 # Prints one PASS/FAIL (or SKIP) line per check and ends with
-# "dpdk: N passed, M failed"; exits non-zero if any check failed. Logs go to
+# "dpdk: N passed, M failed, K skipped"; exits non-zero if any check failed.
+# A check that skips itself counts as failed (make test needs every one),
+# except the checks that cannot run without hugepages (NOHUGE_ONLY below)
+# when EAL runs with --no-huge and TEST_DPDK_ALLOW_NOHUGE_SKIP=1. Logs go to
 # build/test-dpdk/. Every DPDK run is a private process (--in-memory, or
 # --no-huge --no-shconf) or uses a --file-prefix of its own that is removed
 # afterwards, so runs can be repeated and run next to other DPDK programs.
@@ -30,6 +35,8 @@
 #   TEST_DPDK_SKIP_CARGO  1: leave out check 5 (e.g. when `cargo test` ran it)
 #   TEST_DPDK_ONLY        space-separated subset of: autotest testpmd l2fwd
 #                         telemetry cargo
+#   TEST_DPDK_ALLOW_NOHUGE_SKIP  1: in --no-huge mode, a skipped NOHUGE_ONLY
+#                         check counts as skipped instead of failed
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,8 +56,12 @@ start=$SECONDS
 
 passed=0
 failed=0
+skipped=0
 check_start=$SECONDS
 took=""
+# Checks that cannot run with --no-huge: multi-process needs shared hugepage
+# memory; EAL gives IOVA as PA only with hugepages.
+NOHUGE_ONLY=" cargo_eal_multiprocess cargo_eal_populate "
 lap() { took="$((SECONDS - check_start)) s"; check_start=$SECONDS; }
 pass() { lap; echo "PASS $1${2:+ ($2)} [$took]"; passed=$((passed + 1)); }
 fail() {
@@ -59,19 +70,30 @@ fail() {
     [[ -n ${3:-} && -f ${3:-} ]] && { echo "  --- last lines of $3:"; tail -n 15 "$3" | awk '{ print "  | " $0 }'; }
     failed=$((failed + 1))
 }
-skip() { lap; echo "SKIP $1: $2 [$took]"; }
+# A check that could not run: a failure, unless it is a no-huge-only check
+# in --no-huge mode and the run opted out explicitly.
+skip() {
+    if [[ $NOHUGE_ONLY == *" $1 "* && ${EAL_MODE:-} != hugepages && ${TEST_DPDK_ALLOW_NOHUGE_SKIP:-0} == 1 ]]; then
+        lap
+        echo "SKIP $1: $2 [$took]"
+        skipped=$((skipped + 1))
+    else
+        fail "$1" "skipped, but every check must run: $2${3:+ (no-huge-only: set TEST_DPDK_ALLOW_NOHUGE_SKIP=1 to accept)}" "${4:-}"
+    fi
+}
 wanted() { [[ -z ${TEST_DPDK_ONLY:-} ]] || [[ " $TEST_DPDK_ONLY " == *" $1 "* ]]; }
 
-# The handler's own error reports (ops::report) and panics caught at the FFI
-# boundary: none may appear in a healthy run.
+# Every error line the handler prints (log::write tags them all
+# "PTR_RING: ERROR: ", panics caught at the FFI boundary included): none may
+# appear in a healthy run.
 handler_errors() {
-    grep -E 'PTR_RING: ((alloc|free|enqueue|dequeue|get_count|populate) on pool|internal error|cannot register)' "$1" || true
+    grep -E 'PTR_RING: ERROR: ' "$1" || true
 }
 
 if [[ ! -f $LIB ]]; then
     echo "test-dpdk: $LIB not found; run: cargo build --release --workspace" >&2
     fail setup "handler library missing"
-    echo "dpdk: $passed passed, $failed failed"
+    echo "dpdk: $passed passed, $failed failed, $skipped skipped"
     exit 1
 fi
 # shellcheck disable=SC2206 # EAL_MEM is a list of arguments
@@ -257,11 +279,14 @@ try:
     none = parse(sys.argv[4])
 except Exception as e:
     print(f"bad reply: {e!r}"); sys.exit()
-need = ["size", "available", "populated", "in_ring", "in_handler_caches", "inflight", "hold", "release"]
+need = ["size", "available", "populated", "in_ring", "in_handler_caches", "inflight", "hold", "release",
+        "handler_dequeue_failures"]
 if "mb_pool_0" not in (pools or []):
     print(f"mb_pool_0 not listed by /ptr_ring/pools: {pools}")
 elif not isinstance(a, dict) or any(k not in a for k in need):
     print(f"stats lack fields {[k for k in need if not isinstance(a, dict) or k not in a]}: {a}")
+elif not isinstance(a["inflight"], int):
+    print(f"inflight is not a number: {a['inflight']!r}")
 elif a["size"] <= 0 or a["populated"] != a["size"]:
     print(f"size {a['size']} populated {a['populated']}")
 elif a["available"] > a["size"] or a["in_ring"] + a["in_handler_caches"] > a["size"]:
@@ -307,8 +332,9 @@ for line in sys.stdin:
     fi
     lap
     echo "test-dpdk: test executables built [$took]"
-    local t exe log out rc
-    for t in eal_exhaustion eal_validation eal_two_lcores eal_multiprocess; do
+    local t exe log out rc errs
+    for t in eal_exhaustion eal_validation eal_two_lcores eal_multiprocess eal_iova_recycle \
+        eal_shutdown eal_dma eal_populate; do
         exe=$(awk -v t="$t" '$1 == t { print $2 }' <<<"$list")
         log=$logs/cargo-$t.log
         if [[ -z $exe || ! -x $exe ]]; then
@@ -317,11 +343,18 @@ for line in sys.stdin:
         fi
         rc=0
         (cd "$repo/pmd-glue" && timeout -k 5 120 "$exe" --nocapture --test-threads=1) </dev/null >"$log" 2>&1 || rc=$?
-        out=$(grep -E '^test: (SKIP|ops-index hazard)' "$log" | sed 's/^test: //' | paste -sd ';' - || true)
+        # (libtest prints "test NAME ... " without a newline before the
+        # test's own first line: match "test: " anywhere on a line.)
+        out=$(grep -oE 'test: (SKIP|ops-index hazard).*' "$log" | sed 's/^test: //' | paste -sd ';' - || true)
+        errs=$(handler_errors "$log")
         if ((rc != 0)); then
             fail "cargo_$t" "exit status $rc: $(grep -m1 -A1 'panicked' "$log" | tail -n 1 || true)" "$log"
-        elif grep -q "^test: SKIP $t" "$log"; then
-            skip "cargo_$t" "${out#SKIP }"
+        elif grep -qE "(^|\.\.\. )test: SKIP $t:" "$log"; then
+            skip "cargo_$t" "${out#SKIP }" "$([[ $NOHUGE_ONLY == *" cargo_$t "* ]] && echo nohuge)" "$log"
+        elif [[ -n $errs && $t != eal_validation && $t != eal_shutdown && $t != eal_multiprocess ]]; then
+            # (Those three provoke and check handler errors on purpose:
+            # rejected frees, a refused second shutdown, a foreign pool.)
+            fail "cargo_$t" "handler errors: $errs" "$log"
         else
             pass "cargo_$t" "$out"
         fi
@@ -336,5 +369,5 @@ wanted telemetry && check_telemetry
 if [[ ${TEST_DPDK_SKIP_CARGO:-0} != 1 ]] && wanted cargo; then check_cargo; fi
 
 echo "test-dpdk: $((SECONDS - start)) s, logs in $logs"
-echo "dpdk: $passed passed, $failed failed"
+echo "dpdk: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

@@ -3,7 +3,7 @@
 //! Two `net_null` ports forward to each other on lcore 1 for a while, through
 //! an application queue that keeps `--hold N` mbufs out of the pool (packets
 //! wait there before they are sent). Then forwarding stops with those N mbufs
-//! still queued, and `shutdown_ports` stops and closes both ports: the pool
+//! still queued, and `MbufPool::shutdown` (`port::shutdown_ports`) stops and closes both ports: the pool
 //! cannot be freed, so its release is deferred (an EAL alarm retries every
 //! second). The program prints the pool's inflight count while it waits,
 //! gives the queued mbufs back in a few batches (from lcore 0 and from a
@@ -26,7 +26,6 @@
 use core::ffi::{c_int, c_void};
 use std::collections::VecDeque;
 use std::ffi::CString;
-use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -296,21 +295,21 @@ fn run(args: &Args) -> Result<(), String> {
         return Err(format!("need two net_null ports, found {nports}"));
     }
 
-    // The pool is freed by shutdown_ports or by its deferred release, never
-    // by MbufPool's Drop.
-    let pool = ManuallyDrop::new(
-        MbufPool::create(
-            POOL_NAME,
-            args.mbufs,
-            args.cache,
-            sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
-            -1,
-        )
-        .map_err(|e| format!("creating the pool: {e}"))?,
-    );
+    // The pool is freed by its shutdown (MbufPool::shutdown consumes it), at
+    // once or by the deferred release.
+    let pool = MbufPool::create(
+        POOL_NAME,
+        args.mbufs,
+        args.cache,
+        sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+        -1,
+    )
+    .map_err(|e| format!("creating the pool: {e}"))?;
     let mp = pool.as_ptr();
     let cname = CString::new(POOL_NAME).expect("no NUL");
-    let stats = || pool.stats().map_err(|e| format!("pool stats: {e}"));
+    // SAFETY: read only while the pool is alive: before the shutdown, and
+    // after it while the application still holds mbufs (checked below).
+    let stats = || unsafe { api::stats_of(mp) }.map_err(|e| format!("pool stats: {e}"));
     let s0 = stats()?;
     println!(
         "port_shutdown: pool {POOL_NAME}: {} mbufs, DPDK cache {}, handler cache {}, {} chunks",
@@ -328,17 +327,24 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("attach_port(port 0) again: {e}"))?;
     let s_attached = stats()?;
     println!(
-        "port_shutdown: attach_port(pool, port 0) = {attached} chunks mapped now (a second attach: {again}); \
-         dma_maps {} dma_unmaps {} over {} chunks, {} device(s)",
-        s_attached.dma_maps, s_attached.dma_unmaps, s_attached.chunks, s_attached.devices
+        "port_shutdown: attach_port(pool, port 0): {} chunks handled ({} in EAL memory: mapped by EAL, \
+         {} external pages mapped); a second attach: {} chunks; dma records {} over {} chunks, {} device(s)",
+        attached.records,
+        attached.eal_records,
+        attached.pages_mapped,
+        again.records,
+        s_attached.dma_maps,
+        s_attached.chunks,
+        s_attached.devices
     );
-    if again != 0 {
-        return Err(format!("a second attach_port mapped {again} chunks again"));
+    if again.records != 0 || again.pages_mapped != 0 {
+        return Err(format!("a second attach_port mapped again: {again:?}"));
     }
-    if s_attached.dma_maps != 0 && s_attached.dma_maps != s_attached.chunks as u64 {
+    // The pool lives in EAL memory (memzones), which EAL maps for VFIO
+    // devices itself: nothing may be mapped again with rte_dev_dma_map.
+    if attached.pages_mapped != 0 || attached.eal_records != attached.records {
         return Err(format!(
-            "dma_maps {} after attaching one device: expected 0 or one per chunk ({})",
-            s_attached.dma_maps, s_attached.chunks
+            "a pool in EAL memory must not be mapped again with rte_dev_dma_map: {attached:?}"
         ));
     }
 
@@ -395,12 +401,12 @@ fn run(args: &Args) -> Result<(), String> {
         ));
     }
 
-    // DPDK's own per-lcore caches (when --cache > 0) sit above the handler and
-    // shutdown_ports does not reach them: give them back while every lcore
-    // is quiescent, or their objects would count as inflight for ever, and
-    // close them (cache_size 0: rte_mempool_default_cache then returns NULL),
-    // or the mbufs the application returns from an EAL lcore after the
-    // shutdown would stop in that lcore's cache and never reach the handler.
+    // DPDK's own per-lcore caches (when --cache > 0) sit above the handler.
+    // The shutdown gives them back while every lcore is quiescent (or their
+    // objects would count as inflight for ever) and closes them (cache_size
+    // 0: rte_mempool_default_cache then returns NULL), or the mbufs the
+    // application returns from an EAL lcore after the shutdown would stop in
+    // that lcore's cache and never reach the handler. Count them here.
     let mut dpdk_cached: i64 = 0;
     for lcore in 0..sys::RTE_MAX_LCORE {
         // SAFETY: a live pool; every lcore is quiescent (lcore 1 was waited
@@ -436,12 +442,13 @@ fn run(args: &Args) -> Result<(), String> {
 
     // Shut both ports down with the queue still full.
     let t_shut = Instant::now();
-    // SAFETY: `mp` is a live ptr_ring pool; forwarding has stopped (lcore 1
-    // returned from `forward`), and lcore 0 is not in a get/put.
-    let outcome = unsafe { port::shutdown_ports(&PORTS, mp, Duration::from_millis(200)) }
-        .map_err(|e| format!("shutdown_ports: {e}"))?;
+    // Forwarding has stopped (lcore 1 returned from `forward`), and lcore 0
+    // is not in a get/put; the pool is consumed: freed by the shutdown.
+    let outcome = pool
+        .shutdown(&PORTS, Duration::from_millis(200))
+        .map_err(|e| format!("shutdown: {e}"))?;
     println!(
-        "port_shutdown: shutdown_ports(ports 0,1, wait 200 ms) = {outcome:?} after {} ms",
+        "port_shutdown: shutdown(ports 0,1, wait 200 ms) = {outcome:?} after {} ms",
         t_shut.elapsed().as_millis()
     );
     match outcome {

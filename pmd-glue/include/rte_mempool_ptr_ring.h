@@ -38,7 +38,8 @@ struct ptr_ring_stats {
 	uint64_t populated;          /* objects laid out by populate */
 	uint64_t in_ring;            /* objects in the ring */
 	uint64_t in_caches;          /* objects in the handler's per-lcore caches */
-	int64_t inflight;            /* objects out (application, DPDK caches) */
+	int64_t inflight;            /* objects out (application, DPDK caches);
+	                              * negative: more came back than went out */
 	uint64_t hold;               /* objects handed out, ever */
 	uint64_t release;            /* objects taken back, ever (incl. initial fill) */
 	uint64_t iova_chunks;        /* IOVA table records */
@@ -62,20 +63,45 @@ int ptr_ring_flush_lcore_cache(const struct rte_mempool *mp, unsigned int lcore)
  * index is the same everywhere. */
 int ptr_ring_ops_index(void);
 
-/* Maps every chunk of mp for the device of port, once for the pool's life.
- * Returns chunks mapped now (0 when the device has nothing to map) or -errno. */
+/* Makes mp reachable by the device (rte_device) of port, once for the pool's
+ * life and device; two ports of one device share it. Chunks in EAL memory
+ * are mapped by EAL for VFIO devices already and are only recorded; chunks
+ * in memory registered with rte_extmem_register are mapped in whole pages
+ * with rte_dev_dma_map and unmapped when the device goes away (its last
+ * attached port released, or device removal) or the pool is released.
+ * Returns the chunk records handled now (0 when nothing is new or the
+ * device has no DMA mapping), -EINVAL for memory that is neither, or
+ * -errno. */
 int ptr_ring_attach_port(struct rte_mempool *mp, uint16_t port);
 
 /* Safe port shutdown: stops RX, cleans up TX, stops and closes the ports,
- * flushes the handler caches, then frees mp once every buffer is back.
- * No lcore may be inside a get/put on mp during the call; buffers the
- * application still holds may be returned later from any thread.
+ * flushes DPDK's per-lcore caches and the handler caches, then frees mp once
+ * every buffer is back.
+ * No lcore (of any process using mp) may be inside a get/put on mp during
+ * the call; buffers the application still holds may be returned later from
+ * any thread.
+ * DPDK's per-lcore cache of mp is turned off (mp->cache_size = 0): mp lives
+ * in shared memory, so this holds for every process using the pool, whose
+ * later puts then go straight to the handler.
+ * One shutdown per pool: a second call (any process) returns -EALREADY.
+ * Do not call rte_mempool_free(mp) afterwards; if the application does
+ * while the release is deferred, the deferred release is cancelled.
  * Returns 0: mp freed; 1: release deferred (*inflight buffers still out; an
  * EAL alarm retries every second, warns every minute, and frees mp when the
  * last buffer is back); or -errno. */
 int ptr_ring_port_shutdown(const uint16_t *ports, uint16_t nb_ports,
 			   struct rte_mempool *mp, uint32_t wait_ms,
 			   int64_t *inflight);
+
+/* ptr_ring_port_shutdown that also hands back the objects held in nb_caches
+ * user-owned caches (rte_mempool_cache_create) used with mp. Caches not
+ * passed keep their objects out of the pool, and the release waits until
+ * the application flushes them (rte_mempool_cache_flush(cache, mp)). No
+ * other thread may use the caches during the call. */
+int ptr_ring_port_shutdown_caches(const uint16_t *ports, uint16_t nb_ports,
+				  struct rte_mempool_cache *const *caches,
+				  uint32_t nb_caches, struct rte_mempool *mp,
+				  uint32_t wait_ms, int64_t *inflight);
 
 #ifdef __cplusplus
 }

@@ -1,14 +1,26 @@
 //! A safe Rust API for DPDK programs written in Rust: initialise EAL, create
-//! an mbuf pool served by this handler, get and put mbufs, read its counters.
+//! an mbuf pool served by this handler, get and put mbufs, read its counters,
+//! shut it down with its ports.
+//!
+//! Ownership rules the compiler checks: an [`Mbuf`] borrows its
+//! [`MbufPool`], so it cannot outlive it, and [`MbufPool::shutdown`] consumes
+//! the pool, so nothing can free it (or use it) a second time. Mbufs that
+//! must outlive the handle (e.g. queued in a device or the application
+//! across a deferred shutdown) leave the borrow through [`Mbuf::into_raw`],
+//! and are then the application's to free with `rte_pktmbuf_free`.
 
+use core::marker::PhantomData;
 use core::ptr::{null_mut, NonNull};
 use std::ffi::CString;
+use std::mem::ManuallyDrop;
+use std::time::Duration;
 
 use dpdk_sys as sys;
 use mempool::PoolStats;
 
 use crate::error::GlueError;
-use crate::{ops, zone};
+use crate::port::ShutdownOutcome;
+use crate::{ops, port, zone};
 
 /// Initialises EAL with `args` (the program name first, as in `argv`).
 /// Returns the number of arguments EAL consumed.
@@ -46,8 +58,62 @@ pub fn ensure_registered() -> Result<i32, GlueError> {
     })
 }
 
+/// The handler's counters of a pool known only by pointer (e.g. after
+/// [`MbufPool::shutdown`] deferred its release).
+///
+/// # Safety
+/// `mp` is a live mempool (a deferred release frees it once the last buffer
+/// is back: read it only while the caller still holds one).
+pub unsafe fn stats_of(mp: *const sys::rte_mempool) -> Result<PoolStats, GlueError> {
+    // SAFETY: a live mempool (caller's contract); `attach` checks it is ours.
+    let z = unsafe { zone::attach(mp) }?;
+    Ok(z.core.stats())
+}
+
 /// An mbuf pool (`rte_pktmbuf_pool_create_by_ops`) served by ptr_ring.
-/// Freed on drop.
+/// Freed on drop (`rte_mempool_free`), or by [`MbufPool::shutdown`].
+///
+/// An mbuf borrows its pool: the pool cannot be dropped or shut down while
+/// one is alive.
+///
+/// ```compile_fail
+/// # use rte_mempool_ptr_ring::api::MbufPool;
+/// fn f(pool: MbufPool) {
+///     let m = pool.alloc();
+///     drop(pool); // error: `pool` is borrowed by `m`
+///     drop(m);
+/// }
+/// ```
+///
+/// Shutdown consumes the pool: it cannot be freed a second time.
+///
+/// ```compile_fail
+/// # use rte_mempool_ptr_ring::api::MbufPool;
+/// fn f(pool: MbufPool) {
+///     let _ = pool.shutdown(&[], std::time::Duration::ZERO);
+///     drop(pool); // error: use of moved value
+/// }
+/// ```
+///
+/// ```compile_fail
+/// # use rte_mempool_ptr_ring::api::MbufPool;
+/// fn f(pool: MbufPool) {
+///     let m = pool.alloc();
+///     let _ = pool.shutdown(&[], std::time::Duration::ZERO); // error: borrowed
+///     drop(m);
+/// }
+/// ```
+///
+/// The same code with the mbuf given back first compiles:
+///
+/// ```no_run
+/// # use rte_mempool_ptr_ring::api::MbufPool;
+/// fn f(pool: MbufPool) {
+///     let m = pool.alloc();
+///     drop(m);
+///     let _ = pool.shutdown(&[], std::time::Duration::ZERO);
+/// }
+/// ```
 pub struct MbufPool {
     mp: NonNull<sys::rte_mempool>,
 }
@@ -158,13 +224,16 @@ impl MbufPool {
     }
 
     /// One mbuf, or `None` when the pool is exhausted.
-    pub fn alloc(&self) -> Option<Mbuf> {
+    pub fn alloc(&self) -> Option<Mbuf<'_>> {
         // SAFETY: a live pool.
-        NonNull::new(unsafe { sys::rte_pktmbuf_alloc(self.mp.as_ptr()) }).map(|m| Mbuf { m })
+        NonNull::new(unsafe { sys::rte_pktmbuf_alloc(self.mp.as_ptr()) }).map(|m| Mbuf {
+            m,
+            _pool: PhantomData,
+        })
     }
 
     /// `n` mbufs, all or none.
-    pub fn alloc_bulk(&self, n: usize) -> Option<Vec<Mbuf>> {
+    pub fn alloc_bulk(&self, n: usize) -> Option<Vec<Mbuf<'_>>> {
         let mut raw: Vec<*mut sys::rte_mbuf> = vec![core::ptr::null_mut(); n];
         // SAFETY: a live pool and room for `n` pointers.
         let r =
@@ -173,6 +242,7 @@ impl MbufPool {
             raw.into_iter()
                 .map(|m| Mbuf {
                     m: NonNull::new(m).expect("alloc_bulk fills every slot"),
+                    _pool: PhantomData,
                 })
                 .collect()
         })
@@ -196,25 +266,53 @@ impl MbufPool {
         let z = unsafe { zone::attach(self.mp.as_ptr()) }?;
         Ok(z.core.stats())
     }
+
+    /// Stops and closes `ports`, then frees the pool once every buffer is
+    /// back, waiting at most `wait` before deferring the release to an EAL
+    /// alarm ([`port::shutdown_ports`]). Consumes the pool: whatever the
+    /// outcome, it is the shutdown's to free, never `Drop`'s. Buffers still
+    /// out (taken with [`Mbuf::into_raw`]) may be freed afterwards, from any
+    /// thread; the last one back lets the alarm free the pool.
+    ///
+    /// On an error the shutdown may have begun (ports stopped, pool
+    /// draining): the pool is then left allocated rather than risk a free
+    /// while buffers are out.
+    ///
+    /// `port::shutdown_ports` needs every lcore out of gets and puts on the
+    /// pool during the call: taking the pool by value proves it for safe
+    /// code (no `&MbufPool` and no [`Mbuf`] is left to use it); code that
+    /// shares [`as_ptr`](MbufPool::as_ptr) with other lcores must stop them
+    /// first, as for `rte_mempool_free`.
+    pub fn shutdown(self, ports: &[u16], wait: Duration) -> Result<ShutdownOutcome, GlueError> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: a live ptr_ring pool we own and give up here: `this` is
+        // never dropped, so the pool is freed only by the shutdown (at once
+        // or by its deferred release). No `Mbuf` borrows it (we own it by
+        // value), and quiescence is the documented contract above.
+        unsafe { port::shutdown_ports(ports, this.mp.as_ptr(), wait) }
+    }
 }
 
 impl Drop for MbufPool {
     fn drop(&mut self) {
-        // SAFETY: we own the pool; no Mbuf can outlive... callers must return
-        // mbufs first, as with any DPDK pool (the handler reports leaks).
+        // SAFETY: we own the pool and no `Mbuf` borrows it any more; mbufs
+        // turned into raw pointers are the application's (the handler
+        // reports the ones that never came back).
         unsafe { sys::rte_mempool_free(self.mp.as_ptr()) };
     }
 }
 
-/// One mbuf, returned to its pool on drop.
-pub struct Mbuf {
+/// One mbuf of an [`MbufPool`], returned to its pool on drop; it cannot
+/// outlive the pool.
+pub struct Mbuf<'pool> {
     m: NonNull<sys::rte_mbuf>,
+    _pool: PhantomData<&'pool MbufPool>,
 }
 
 // SAFETY: an mbuf may be freed from any thread.
-unsafe impl Send for Mbuf {}
+unsafe impl Send for Mbuf<'_> {}
 
-impl Mbuf {
+impl Mbuf<'_> {
     /// The raw mbuf.
     pub fn as_ptr(&self) -> *mut sys::rte_mbuf {
         self.m.as_ptr()
@@ -228,7 +326,7 @@ impl Mbuf {
     }
 }
 
-impl Drop for Mbuf {
+impl Drop for Mbuf<'_> {
     fn drop(&mut self) {
         // SAFETY: we own the mbuf.
         unsafe { sys::rte_pktmbuf_free(self.m.as_ptr()) };

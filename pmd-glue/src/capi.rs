@@ -113,8 +113,12 @@ pub extern "C" fn ptr_ring_ops_index() -> c_int {
     ops::lookup_index().unwrap_or(-1)
 }
 
-/// Maps every chunk of `mp` for the device of `port` (once per pool life).
-/// Returns chunks mapped now (0 when the device has nothing to map) or -errno.
+/// Makes `mp` reachable by the device of `port`, once per pool life and
+/// device (two ports of one device share it): chunks in EAL memory are
+/// mapped by EAL already; chunks in memory registered with
+/// `rte_extmem_register` are mapped page by page with `rte_dev_dma_map`.
+/// Returns the chunk records handled now (0 when the device has nothing to
+/// map), -EINVAL for memory that is neither, or -errno.
 ///
 /// # Safety
 /// `mp` is a live mempool of ours (or null).
@@ -126,7 +130,7 @@ pub unsafe extern "C" fn ptr_ring_attach_port(mp: *mut sys::rte_mempool, port: u
     }
     // SAFETY: a live pool of ours (caller's contract, checked above).
     match unsafe { crate::port::attach_port(mp, port) } {
-        Ok(n) => n as c_int,
+        Ok(a) => a.records as c_int,
         Err(e) => e.errno(),
     }
 }
@@ -134,8 +138,9 @@ pub unsafe extern "C" fn ptr_ring_attach_port(mp: *mut sys::rte_mempool, port: u
 /// Stops and closes `nb_ports` ports, drains `mp` and frees it when every
 /// buffer is back within `wait_ms`. Returns 0 when freed, 1 when the release
 /// is deferred (an EAL alarm frees the pool once the last buffer is back;
-/// `*inflight` gets the count), or -errno. See `port::shutdown_ports` for the
-/// quiescence the caller guarantees.
+/// `*inflight` gets the count), -EALREADY when the pool's shutdown already
+/// began, or -errno. See `port::shutdown_ports` for the quiescence the
+/// caller guarantees.
 ///
 /// # Safety
 /// `ports` holds `nb_ports` ids; `mp` is a live pool of ours; no lcore is in
@@ -148,8 +153,33 @@ pub unsafe extern "C" fn ptr_ring_port_shutdown(
     wait_ms: u32,
     inflight: *mut i64,
 ) -> c_int {
+    // SAFETY: forwarded caller contract, no caches.
+    unsafe {
+        ptr_ring_port_shutdown_caches(ports, nb_ports, core::ptr::null(), 0, mp, wait_ms, inflight)
+    }
+}
+
+/// [`ptr_ring_port_shutdown`] that also hands back the objects of
+/// `nb_caches` user-owned caches (`rte_mempool_cache_create`) used with
+/// `mp`; without that their objects stay out and the release waits for the
+/// application to flush them (`rte_mempool_cache_flush`).
+///
+/// # Safety
+/// As [`ptr_ring_port_shutdown`]; `caches` holds `nb_caches` caches (or
+/// nulls) that no other thread uses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn ptr_ring_port_shutdown_caches(
+    ports: *const u16,
+    nb_ports: u16,
+    caches: *const *mut sys::rte_mempool_cache,
+    nb_caches: u32,
+    mp: *mut sys::rte_mempool,
+    wait_ms: u32,
+    inflight: *mut i64,
+) -> c_int {
     if mp.is_null()
         || (ports.is_null() && nb_ports > 0)
+        || (caches.is_null() && nb_caches > 0)
         // SAFETY: `mp` is checked non-null first; callers pass live pools.
         || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME
     {
@@ -161,9 +191,15 @@ pub unsafe extern "C" fn ptr_ring_port_shutdown(
         // SAFETY: caller's contract.
         unsafe { core::slice::from_raw_parts(ports, nb_ports as usize) }
     };
+    let caches = if nb_caches == 0 {
+        &[][..]
+    } else {
+        // SAFETY: caller's contract.
+        unsafe { core::slice::from_raw_parts(caches, nb_caches as usize) }
+    };
     let wait = std::time::Duration::from_millis(wait_ms as u64);
     // SAFETY: caller's contract (quiescence, live pool).
-    match unsafe { crate::port::shutdown_ports(ports, mp, wait) } {
+    match unsafe { crate::port::shutdown_ports_with_caches(ports, caches, mp, wait) } {
         Ok(crate::port::ShutdownOutcome::Freed { .. }) => 0,
         Ok(crate::port::ShutdownOutcome::Deferred { inflight: n }) => {
             if !inflight.is_null() {

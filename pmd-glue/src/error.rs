@@ -65,6 +65,29 @@ pub enum GlueError {
         /// What is wrong with it.
         why: String,
     },
+    /// A second shutdown of a pool whose shutdown already began (maybe in
+    /// another process): the first one owns the release.
+    #[error(
+        "pool {pool:?} is already shutting down (state {state}); its release belongs to the \
+         first shutdown call: do not call shutdown or rte_mempool_free again"
+    )]
+    AlreadyShuttingDown {
+        /// The pool.
+        pool: String,
+        /// Its state.
+        state: mempool::PoolState,
+    },
+    /// Memory that cannot be DMA-mapped with `rte_dev_dma_map`.
+    #[error(
+        "pool {pool:?}: memory at {addr:#x} is neither EAL memory nor registered with \
+         rte_extmem_register: register it (rte_extmem_register) before populating the pool"
+    )]
+    NotDmaMemory {
+        /// The pool.
+        pool: String,
+        /// An address in the chunk.
+        addr: usize,
+    },
     /// EAL arguments could not be passed (interior NUL).
     #[error("bad EAL argument {arg:?}")]
     BadArg {
@@ -83,6 +106,8 @@ impl GlueError {
             | GlueError::BadPoolConfig { .. }
             | GlueError::BadArg { .. } => -libc::EINVAL,
             GlueError::NoMemory { .. } => -libc::ENOMEM,
+            GlueError::AlreadyShuttingDown { .. } => -libc::EALREADY,
+            GlueError::NotDmaMemory { .. } => -libc::EINVAL,
             GlueError::NoZone { .. } => -libc::ENOENT,
             GlueError::NotRegistered { errno, .. } | GlueError::Dpdk { errno, .. } => {
                 if *errno < 0 {

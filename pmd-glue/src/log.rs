@@ -45,13 +45,20 @@ pub fn enabled(level: Level) -> bool {
     unsafe { sys::rte_log_can_log(LOG_TYPE.load(Ordering::Relaxed) as u32, level as u32) }
 }
 
-/// Writes one line through `rte_log` (which adds nothing: we add the prefix
-/// and newline).
+/// Prefix of every line the handler logs.
+pub const PREFIX: &str = "PTR_RING: ";
+/// What follows [`PREFIX`] on every error line, and only there: one
+/// pattern (`PTR_RING: ERROR: `) finds every error the handler reports.
+pub const ERROR_TAG: &str = "ERROR: ";
+
+/// Writes one line through `rte_log` (which adds nothing: we add the prefix,
+/// [`ERROR_TAG`] at `Level::Err`, and the newline).
 pub fn write(level: Level, msg: &str) {
     if !enabled(level) {
         return;
     }
-    let line = format!("PTR_RING: {msg}\n").replace('\0', "\\0");
+    let tag = if level == Level::Err { ERROR_TAG } else { "" };
+    let line = format!("{PREFIX}{tag}{msg}\n").replace('\0', "\\0");
     let Ok(c) = CString::new(line) else { return };
     // SAFETY: "%s" with one valid C string argument.
     unsafe {

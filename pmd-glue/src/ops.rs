@@ -10,7 +10,7 @@ use mempool::{ChunkSpec, Iova, PoolConfig, PoolError, VirtAddr, VirtRange};
 
 use crate::error::GlueError;
 use crate::log::Level;
-use crate::{log, pool_config, settings, zone};
+use crate::{log, pool_config, port, settings, zone};
 
 /// Name under which the handler registers.
 pub const OPS_NAME: &str = "ptr_ring";
@@ -58,8 +58,8 @@ fn elt_total(mp: *const sys::rte_mempool) -> usize {
 }
 
 /// The pool configuration for `mp`: object count from DPDK, the rest from the
-/// settings read at load, and enough IOVA-table records for the object runs
-/// `populate` will register (one per page when objects are kept within pages).
+/// settings read at load, and an IOVA table large enough for any way DPDK
+/// may hand out the memory (see [`max_chunks_for`]).
 fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
     let s = settings::get();
     // SAFETY: DPDK passes a valid mempool.
@@ -81,19 +81,40 @@ fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
     // and without it the application chose no cache, expecting what
     // ring_mp_mc gives: a pool of n serves n gets, whichever lcore freed
     // the objects (a cache would keep some idle on other lcores).
-    cfg.cache_size = Some(s.cache_size.unwrap_or(0));
-    let pg = page_size(mp);
-    let total = elt_total(mp).max(1);
-    let runs = if pg == 0 || total > pg {
+    let cache = s.cache_size.unwrap_or(0);
+    let max_cache = PoolConfig::max_cache_size(objects);
+    if cache > max_cache {
+        log!(
+            Level::Warning,
+            "PTR_RING_CACHE_SIZE={cache} is too large for pool {} ({objects} objects: at most \
+             {max_cache}): using {max_cache}",
+            pool_name(mp)
+        );
+    }
+    cfg.cache_size = Some(cache.min(max_cache));
+    cfg.max_chunks = max_chunks_for(objects, page_size(mp), elt_total(mp));
+    cfg
+}
+
+/// IOVA-table records a pool of `objects` objects of `total` bytes may need.
+///
+/// Each record is a run of at least one object, so `objects` records always
+/// suffice, whatever the memory: DPDK may populate one page at a time (IOVA
+/// as PA on anonymous memory gives one chunk per 4 KB page, split again
+/// where an object would straddle a page). `ring_mp_mc` has no such table,
+/// so anything smaller could refuse memory that DPDK's own handler accepts.
+/// Bounded by the core's `MAX_CHUNKS`; never below the page-count estimate
+/// plus slack for pools larger than that bound.
+pub fn max_chunks_for(objects: usize, page_size: usize, total: usize) -> usize {
+    let total = total.max(1);
+    let per_page_runs = if page_size == 0 || total > page_size {
         0
     } else {
-        objects.div_ceil(pg / total)
+        objects.div_ceil(page_size / total)
     };
-    cfg.max_chunks = (runs + 256).min(mempool::config::MAX_CHUNKS);
-    if let Some(c) = cfg.cache_size {
-        cfg.cache_size = Some(c.min(PoolConfig::max_cache_size(objects)));
-    }
-    cfg
+    objects
+        .max(per_page_runs + 256)
+        .clamp(1, mempool::config::MAX_CHUNKS)
 }
 
 unsafe extern "C" fn alloc(mp: *mut sys::rte_mempool) -> c_int {
@@ -130,51 +151,93 @@ unsafe extern "C" fn alloc(mp: *mut sys::rte_mempool) -> c_int {
 unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
     guard("free", || {
         // SAFETY: DPDK calls free with a valid mempool.
-        match unsafe { zone::attach(mp) } {
-            Ok(z) => {
-                let st = z.core.stats();
-                // The library has just taken back, one at a time, every
-                // object it could; the failures at the end are the objects
-                // that never came back.
-                // Objects still in the handler caches of other lcores were
-                // out of the freeing lcore's reach but are not lost.
-                let missing = z
-                    .header
-                    .trailing_get_failures
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(st.in_caches as u64);
-                if st.state == mempool::PoolState::Released {
-                    log!(
-                        Level::Info,
-                        "pool {} freed after a drained shutdown (hold {}, release {})",
-                        pool_name(mp),
-                        st.hold,
-                        st.release
-                    );
-                } else if missing > 0 {
-                    log!(
-                        Level::Warning,
-                        "pool {} freed with {missing} objects not returned (still with the \
-                         application, or in DPDK's per-lcore mempool cache)",
-                        pool_name(mp)
-                    );
-                } else {
-                    log!(
-                        Level::Info,
-                        "pool {} freed: every object returned (hold {}, release {})",
-                        pool_name(mp),
-                        st.hold,
-                        st.release
-                    );
-                }
-                if let Err(e) = zone::destroy(&pool_name(mp)) {
-                    report(mp, "free", &e);
-                }
-                0
-            }
-            Err(e) => report(mp, "free", &e),
+        if unsafe { (*mp).__bindgen_anon_1.pool_data }.is_null() {
+            // DPDK calls ops->free for every pool it frees, also when our
+            // alloc never ran (rte_mempool_create_empty, set_ops, free) or
+            // failed: nothing of ours to free, as in DPDK's own handlers.
+            return 0;
         }
+        // Held until the zone is gone: telemetry and the deferred release
+        // take the same lock before they touch a pool.
+        let mut lock = port::release_lock();
+        // SAFETY: DPDK calls free with a valid mempool.
+        let z = match unsafe { zone::attach(mp) } {
+            Ok(z) => z,
+            Err(e) => return report(mp, "free", &e),
+        };
+        // A deferred release still armed for this pool must never act on
+        // it (or on a pool that later reuses its memory): forget it now,
+        // cancel its alarm once the lock is dropped.
+        let pending = port::forget_deferred_release(&mut lock, &z);
+        leak_report(mp, &z);
+        if let Err(e) = zone::destroy(&pool_name(mp)) {
+            report(mp, "free", &e);
+        }
+        drop(lock);
+        if let Some(token) = pending {
+            port::cancel_deferred_release(token);
+        }
+        0
     });
+}
+
+/// The `free` log line: how many objects never came back.
+fn leak_report(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
+    let st = z.core.stats();
+    let name = pool_name(mp);
+    if st.state == mempool::PoolState::Released {
+        log!(
+            Level::Info,
+            "pool {name} freed after a drained shutdown (hold {}, release {})",
+            st.hold,
+            st.release
+        );
+        return;
+    }
+    let missing = if st.state.is_closing() {
+        // Draining: gets are refused, so the library's take-back loop took
+        // nothing and the caches were flushed at shutdown: the inflight
+        // snapshot is exactly what is still out (signed: a double free
+        // that got through shows as negative).
+        st.inflight
+    } else {
+        // The library has just taken back, one at a time, every object it
+        // could; the failures at the end are the objects that never came
+        // back. Objects still in the handler caches of other lcores were
+        // out of the freeing lcore's reach but are not lost.
+        z.header
+            .trailing_get_failures
+            .load(Ordering::Relaxed)
+            .saturating_sub(st.in_caches as u64) as i64
+    };
+    if missing > 0 {
+        log!(
+            Level::Warning,
+            "pool {name} freed with {missing} objects not returned{} (still with the \
+             application, in user-owned mempool caches, or in DPDK's per-lcore mempool caches)",
+            if st.state.is_closing() {
+                format!(" during its {} shutdown", st.state)
+            } else {
+                String::new()
+            }
+        );
+    } else if missing < 0 {
+        log!(
+            Level::Warning,
+            "pool {name} freed with {} more objects returned than handed out (a double free; \
+             hold {}, release {})",
+            -missing,
+            st.hold,
+            st.release
+        );
+    } else {
+        log!(
+            Level::Info,
+            "pool {name} freed: every object returned (hold {}, release {})",
+            st.hold,
+            st.release
+        );
+    }
 }
 
 /// `ops->enqueue`. The fast path (up to 8 objects pushed onto the calling
@@ -309,6 +372,11 @@ unsafe extern "C" fn get_count(mp: *const sys::rte_mempool) -> c_uint {
     let mut count: c_uint = 0;
     guard("get_count", || {
         // SAFETY: DPDK passes its own mempool.
+        if unsafe { (*mp).__bindgen_anon_1.pool_data }.is_null() {
+            // Not allocated (yet, or alloc failed): nothing in it.
+            return 0;
+        }
+        // SAFETY: DPDK passes its own mempool.
         match unsafe { zone::attach(mp) } {
             Ok(z) => {
                 count = z.core.available() as c_uint;
@@ -342,6 +410,15 @@ unsafe extern "C" fn populate(
         // SAFETY: valid mempool.
         let header = unsafe { (*mp).header_size } as usize;
         let expected: usize = runs.iter().map(|r| r.count).sum();
+        // All or nothing, as DPDK's populate is: on error no object of this
+        // chunk may stay recorded.
+        if z.core.chunks() + runs.len() > z.core.max_chunks() {
+            let e = PoolError::ChunkTableFull {
+                max_chunks: z.core.max_chunks(),
+                va: VirtRange::new(VirtAddr(vaddr as usize), len),
+            };
+            return report(mp, "populate", &GlueError::Core(e));
+        }
         for r in &runs {
             let start = r.first - header;
             let spec = ChunkSpec {

@@ -3,14 +3,27 @@
 //!
 //! * `PTR_RING_VALIDATE=1`: validation mode for pools created afterwards
 //!   (foreign pointers and double frees rejected and counted, never inserted).
+//!   On: `1`, `on`, `yes`, `true`; off: `0`, `off`, `no`, `false` or empty
+//!   (any case). Anything else is reported and leaves validation off.
 //! * `PTR_RING_CACHE_SIZE=N`: per-lcore cache size of the handler for every
 //!   pool (default 0: off; at most `min(512, pool size / 1.5)`). A pool's
 //!   `struct ptr_ring_pool_config` overrides both (see `crate::pool_config`).
+//!   Not a number: reported, the default is used. Above
+//!   `mempool::config::MAX_CACHE_SIZE`: reported and clamped; a size too big
+//!   for one pool is reported and clamped when that pool is created.
+//!
+//! Every value that is not used as given is logged as a warning naming the
+//! value and what is used instead.
 
 use std::sync::OnceLock;
 
+use mempool::config::MAX_CACHE_SIZE;
+
+use crate::log;
+use crate::log::Level;
+
 /// The settings in force.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Settings {
     /// Validation mode for new pools.
     pub validate: bool,
@@ -20,21 +33,133 @@ pub struct Settings {
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
-fn from_env() -> Settings {
-    let validate = matches!(
-        std::env::var("PTR_RING_VALIDATE").as_deref(),
-        Ok("1") | Ok("yes") | Ok("true") | Ok("on")
-    );
-    let cache_size = std::env::var("PTR_RING_CACHE_SIZE")
-        .ok()
-        .and_then(|v| v.trim().parse().ok());
-    Settings {
-        validate,
-        cache_size,
+/// `PTR_RING_VALIDATE`: the value to use, and a warning when `raw` was not
+/// understood.
+pub fn parse_validate(raw: Option<&str>) -> (bool, Option<String>) {
+    let Some(raw) = raw else {
+        return (false, None);
+    };
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "yes" | "true" => (true, None),
+        "" | "0" | "off" | "no" | "false" => (false, None),
+        _ => (
+            false,
+            Some(format!(
+                "PTR_RING_VALIDATE={raw:?} is not one of 1/on/yes/true or 0/off/no/false: \
+                 validation stays off"
+            )),
+        ),
     }
+}
+
+/// `PTR_RING_CACHE_SIZE`: the value to use, and a warning when `raw` was not
+/// a number or was clamped.
+pub fn parse_cache_size(raw: Option<&str>) -> (Option<usize>, Option<String>) {
+    let Some(raw) = raw else {
+        return (None, None);
+    };
+    match raw.trim().parse::<usize>() {
+        Ok(n) if n > MAX_CACHE_SIZE => (
+            Some(MAX_CACHE_SIZE),
+            Some(format!(
+                "PTR_RING_CACHE_SIZE={raw:?} exceeds the largest per-lcore cache \
+                 ({MAX_CACHE_SIZE}): using {MAX_CACHE_SIZE}"
+            )),
+        ),
+        Ok(n) => (Some(n), None),
+        Err(_) => (
+            None,
+            Some(format!(
+                "PTR_RING_CACHE_SIZE={raw:?} is not a non-negative number: using the default \
+                 cache size"
+            )),
+        ),
+    }
+}
+
+/// Parses both settings from `get(name)`; returns them and the warnings.
+pub fn parse(get: impl Fn(&str) -> Option<String>) -> (Settings, Vec<String>) {
+    let v = get("PTR_RING_VALIDATE");
+    let c = get("PTR_RING_CACHE_SIZE");
+    let (validate, w1) = parse_validate(v.as_deref());
+    let (cache_size, w2) = parse_cache_size(c.as_deref());
+    (
+        Settings {
+            validate,
+            cache_size,
+        },
+        w1.into_iter().chain(w2).collect(),
+    )
+}
+
+fn from_env() -> Settings {
+    let (s, warnings) = parse(|k| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned()));
+    for w in warnings {
+        log!(Level::Warning, "{w}");
+    }
+    s
 }
 
 /// Settings, read from the environment on first use.
 pub fn get() -> Settings {
     *SETTINGS.get_or_init(from_env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_values() {
+        for on in ["1", "on", "yes", "true", "TRUE", " On "] {
+            assert_eq!(parse_validate(Some(on)), (true, None), "{on:?}");
+        }
+        for off in ["0", "off", "no", "false", "", "FALSE"] {
+            assert_eq!(parse_validate(Some(off)), (false, None), "{off:?}");
+        }
+        assert_eq!(parse_validate(None), (false, None));
+        for bad in ["abc", "-1", "2", "enable"] {
+            let (v, w) = parse_validate(Some(bad));
+            assert!(!v, "{bad:?} leaves validation off");
+            let w = w.unwrap_or_else(|| panic!("{bad:?} must warn"));
+            assert!(w.contains(&format!("{bad:?}")), "names the value: {w}");
+            assert!(w.contains("validation stays off"), "says what is used: {w}");
+        }
+    }
+
+    #[test]
+    fn cache_size_values() {
+        assert_eq!(parse_cache_size(None), (None, None));
+        assert_eq!(parse_cache_size(Some("0")), (Some(0), None));
+        assert_eq!(parse_cache_size(Some(" 64 ")), (Some(64), None));
+        assert_eq!(
+            parse_cache_size(Some(&MAX_CACHE_SIZE.to_string())),
+            (Some(MAX_CACHE_SIZE), None)
+        );
+        for bad in ["abc", "-1", "TRUE", "1.5", ""] {
+            let (v, w) = parse_cache_size(Some(bad));
+            assert_eq!(v, None, "{bad:?}: default cache size");
+            let w = w.unwrap_or_else(|| panic!("{bad:?} must warn"));
+            assert!(w.contains(&format!("{bad:?}")), "names the value: {w}");
+            assert!(w.contains("using the default"), "says what is used: {w}");
+        }
+        let (v, w) = parse_cache_size(Some("100000"));
+        assert_eq!(v, Some(MAX_CACHE_SIZE));
+        let w = w.expect("clamping warns");
+        assert!(
+            w.contains("\"100000\"") && w.contains(&format!("using {MAX_CACHE_SIZE}")),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn parse_collects_every_warning() {
+        let (s, w) = parse(|k| match k {
+            "PTR_RING_VALIDATE" => Some("abc".into()),
+            "PTR_RING_CACHE_SIZE" => Some("-1".into()),
+            _ => None,
+        });
+        assert_eq!(s, Settings::default());
+        assert_eq!(w.len(), 2, "{w:?}");
+    }
 }

@@ -4,6 +4,7 @@
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::ffi::CString;
+use std::sync::atomic::Ordering;
 
 use dpdk_sys as sys;
 
@@ -44,6 +45,76 @@ unsafe extern "C" fn cmd_pools(
     0
 }
 
+/// One value of a `/ptr_ring/stats` reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatValue {
+    /// A count.
+    U64(u64),
+    /// A signed figure (`inflight`).
+    I64(i64),
+    /// A name.
+    Str(String),
+}
+
+/// The `/ptr_ring/stats,<name>` reply: `None` when no pool of that name uses
+/// this handler.
+///
+/// The pool is looked up and read under the release lock
+/// ([`crate::port::release_lock`]): `ops->free` (an application's
+/// `rte_mempool_free`, or a deferred release) takes the same lock before it
+/// frees the handler's zone, and DPDK frees the mempool itself only after
+/// `ops->free` returns, so a pool found here stays alive until the reply is
+/// built.
+pub fn pool_stats(name: &CStr) -> Option<Vec<(&'static str, StatValue)>> {
+    use StatValue::{Str, I64, U64};
+    let _lock = crate::port::release_lock();
+    // SAFETY: valid name; lookup returns null when absent.
+    let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
+    // SAFETY: `mp` is checked non-null first; a listed pool is live (and
+    // stays so under the lock).
+    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
+        return None;
+    }
+    // SAFETY: a live mempool of ours.
+    let z = unsafe { zone::attach(mp) }.ok()?;
+    let s = z.core.stats();
+    Some(vec![
+        // SAFETY: live mempool.
+        ("size", U64(unsafe { (*mp).size } as u64)),
+        (
+            "available",
+            // SAFETY: live mempool.
+            U64(unsafe { sys::rte_mempool_avail_count(mp) } as u64),
+        ),
+        ("populated", U64(s.populated as u64)),
+        ("in_ring", U64(s.in_ring as u64)),
+        ("in_handler_caches", U64(s.in_caches as u64)),
+        // Signed: negative means more objects came back than went out (a
+        // double free the handler could not refuse).
+        ("inflight", I64(s.inflight)),
+        ("hold", U64(s.hold)),
+        ("release", U64(s.release)),
+        ("handler_cache_size", U64(s.cache_size as u64)),
+        ("ring_mode", Str(z.core.ring().mode_name().to_string())),
+        ("iova_chunks", U64(s.chunks as u64)),
+        ("dma_devices", U64(s.devices as u64)),
+        ("dma_maps", U64(s.dma_maps)),
+        ("dma_unmaps", U64(s.dma_unmaps)),
+        ("state", Str(s.state.to_string())),
+        ("validation", U64(s.validate as u64)),
+        ("rejected_foreign", U64(s.rejected.foreign)),
+        ("rejected_double_free", U64(s.rejected.double_free)),
+        // Handler dequeues that found too few objects. Not what the
+        // application saw: a DPDK cache refill that fails here is retried
+        // by DPDK for the application's smaller request, which may succeed.
+        (
+            "handler_dequeue_failures",
+            // Relaxed: statistics.
+            U64(z.header.get_failures.load(Ordering::Relaxed)),
+        ),
+    ])
+}
+
 unsafe extern "C" fn cmd_stats(
     _cmd: *const c_char,
     params: *const c_char,
@@ -54,57 +125,31 @@ unsafe extern "C" fn cmd_stats(
     }
     // SAFETY: DPDK passes a NUL-terminated parameter string.
     let name = unsafe { CStr::from_ptr(params) };
-    // SAFETY: valid name; lookup returns null when absent.
-    let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
-    // SAFETY: `mp` is checked non-null first; callers pass live pools.
-    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
-        return -libc::EINVAL;
-    }
-    // SAFETY: a live mempool of ours.
-    let Ok(z) = (unsafe { zone::attach(mp) }) else {
+    let Some(values) = pool_stats(name) else {
         return -libc::EINVAL;
     };
-    let s = z.core.stats();
-    let u = |k: &str, v: u64| {
-        let k = CString::new(k).expect("literal key");
-        // SAFETY: `d` is the reply dict, `k` a valid string.
-        unsafe { sys::rte_tel_data_add_dict_u64(d, k.as_ptr(), v) };
-    };
-    let st = |k: &str, v: &str| {
-        let k = CString::new(k).expect("literal key");
-        let v = CString::new(v).unwrap_or_default();
-        // SAFETY: as above.
-        unsafe { sys::rte_tel_data_add_dict_string(d, k.as_ptr(), v.as_ptr()) };
-    };
-    // SAFETY: `d` is the reply buffer.
+    // SAFETY: `d` is the reply buffer DPDK hands us.
     unsafe { sys::rte_tel_data_start_dict(d) };
-    // SAFETY: live mempool.
-    u("size", unsafe { (*mp).size } as u64);
-    // SAFETY: live mempool.
-    u("available", unsafe { sys::rte_mempool_avail_count(mp) }
-        as u64);
-    u("populated", s.populated as u64);
-    u("in_ring", s.in_ring as u64);
-    u("in_handler_caches", s.in_caches as u64);
-    u("inflight", s.inflight.max(0) as u64);
-    u("hold", s.hold);
-    u("release", s.release);
-    u("handler_cache_size", s.cache_size as u64);
-    st("ring_mode", z.core.ring().mode_name());
-    u("iova_chunks", s.chunks as u64);
-    u("dma_devices", s.devices as u64);
-    u("dma_maps", s.dma_maps);
-    u("dma_unmaps", s.dma_unmaps);
-    st("state", &s.state.to_string());
-    u("validation", s.validate as u64);
-    u("rejected_foreign", s.rejected.foreign);
-    u("rejected_double_free", s.rejected.double_free);
-    u(
-        "get_failures",
-        z.header
-            .get_failures
-            .load(std::sync::atomic::Ordering::Relaxed),
-    );
+    for (k, v) in values {
+        let k = CString::new(k).expect("literal key");
+        // SAFETY: `d` is the reply dict, `k` and the values valid strings.
+        unsafe {
+            match v {
+                StatValue::U64(v) => sys::rte_tel_data_add_dict_u64(d, k.as_ptr(), v),
+                // 22.11 has 32-bit signed values only; a pool holds fewer
+                // than 2^30 objects.
+                StatValue::I64(v) => sys::rte_tel_data_add_dict_int(
+                    d,
+                    k.as_ptr(),
+                    v.clamp(i32::MIN.into(), i32::MAX.into()) as i32,
+                ),
+                StatValue::Str(v) => {
+                    let v = CString::new(v).unwrap_or_default();
+                    sys::rte_tel_data_add_dict_string(d, k.as_ptr(), v.as_ptr())
+                }
+            }
+        };
+    }
     0
 }
 

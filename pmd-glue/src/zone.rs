@@ -33,6 +33,12 @@ pub struct ZoneHeader {
     pub trailing_get_failures: AtomicU64,
     /// Gets that failed for lack of objects, ever.
     pub get_failures: AtomicU64,
+    /// Token of the shutdown that owns this pool's release (0: none yet).
+    /// Set once, by compare-exchange, by the first shutdown call: a second
+    /// one finds it set and is refused. The deferred-release alarm carries
+    /// the same token and acts only on the pool whose zone holds it (see
+    /// `port`).
+    pub release_token: AtomicU64,
 }
 
 const _: () = assert!(core::mem::size_of::<ZoneHeader>() == HEADER_BYTES);
@@ -105,6 +111,7 @@ pub unsafe fn create(
             core_bytes: layout.bytes as u64,
             trailing_get_failures: AtomicU64::new(0),
             get_failures: AtomicU64::new(0),
+            release_token: AtomicU64::new(0),
         });
         let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), &layout);
         // Release pairs with the Acquire load in `attach`.
@@ -203,4 +210,18 @@ pub fn cstr_field(field: &[c_char]) -> String {
         .map(|&c| c as u8)
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Reads a NUL-terminated C string (empty for null).
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string.
+pub unsafe fn cstr_ptr(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null and NUL-terminated (caller's contract).
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
 }
