@@ -537,7 +537,7 @@ impl PtrRing {
 
     /// `enqueue_bulk` of one object.
     #[inline(always)]
-    fn enqueue_one(&self, obj: *mut c_void) -> Result<(), RingError> {
+    pub(crate) fn enqueue_one(&self, obj: *mut c_void) -> Result<(), RingError> {
         if obj.is_null() {
             return Err(RingError::NullObject { index: 0 });
         }
@@ -606,6 +606,23 @@ impl PtrRing {
         }
         self.consume(h.wrapping_add(n));
         Ok(())
+    }
+
+    /// `dequeue_bulk` of one object: `None` when the ring is empty.
+    #[inline(always)]
+    pub(crate) fn dequeue_one(&self) -> Option<*mut c_void> {
+        let _guard = self.consumer_guard();
+        // Relaxed: as in `dequeue_bulk`, the previous writer of `head`
+        // happens-before us (consumer lock or single-consumer contract).
+        let h = self.consumer.head.load(Ordering::Relaxed);
+        // Acquire pairs with the Release fill in `fill_run` / `enqueue_one`
+        // (as in `dequeue_bulk`, for a bulk of one).
+        let obj = self.slot(h).load(Ordering::Acquire);
+        if obj == 0 {
+            return None;
+        }
+        self.consume(h.wrapping_add(1));
+        Some(obj as *mut c_void)
     }
 
     /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
@@ -706,7 +723,9 @@ impl PtrRing {
     /// producer spinning on a full ring polls is written last; a mempool's
     /// ring holds every object of its pool and is never polled full. The
     /// range is at most `batch - 1 + capacity <= slots` long.
-    #[inline(always)]
+    // Out of line: it runs once per batch, and inlined its loops would
+    // cost every dequeue a stack frame.
+    #[inline(never)]
     fn invalidate(&self, tail: usize, head: usize) {
         let (a, b) = self.runs(tail, head.wrapping_sub(tail));
         clear_run(a);

@@ -33,27 +33,22 @@ impl SpinLock {
 
     #[inline(always)]
     pub(crate) fn lock(&self) -> SpinGuard<'_> {
-        loop {
-            // Acquire pairs with the Release store in `SpinGuard::drop`: the
-            // previous holder's writes are visible inside our critical section.
-            if self
-                .locked
-                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                return SpinGuard { lock: self };
+        // Acquire pairs with the Release store in `SpinGuard::drop`: the
+        // previous holder's writes are visible inside our critical section.
+        while self
+            .locked
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Wait for the holder with loads, not RMWs. Inline, with no
+            // call: the get/put callbacks that inline the ring stay leaf
+            // functions, which need no stack frame.
+            // Relaxed: only a hint to retry; the CAS does the synchronising.
+            while self.locked.load(Ordering::Relaxed) != 0 {
+                spin_hint();
             }
-            self.wait_unlocked();
         }
-    }
-
-    #[inline(never)]
-    #[cold]
-    fn wait_unlocked(&self) {
-        // Relaxed: only a hint to retry; the CAS above does the synchronising.
-        while self.locked.load(Ordering::Relaxed) != 0 {
-            spin_hint();
-        }
+        SpinGuard { lock: self }
     }
 }
 

@@ -286,8 +286,14 @@ unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c
     };
     // SAFETY: DPDK passes `n` valid object pointers.
     let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
+    let lcore = sys::lcore_id();
+    // SAFETY: as in `enqueue`: the handler cache off, a bulk straight to the
+    // ring (its loops live here, not in the frameless `enqueue`).
+    if unsafe { z.core.try_put_direct(lcore, objs) } {
+        return 0;
+    }
     // SAFETY: as in `enqueue`.
-    match unsafe { z.core.put(sys::lcore_id(), objs) } {
+    match unsafe { z.core.put(lcore, objs) } {
         Ok(()) => 0,
         Err(e) => put_failed(mp, e),
     }
@@ -337,8 +343,14 @@ unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_u
     };
     // SAFETY: DPDK passes room for `n` object pointers.
     let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
+    let lcore = sys::lcore_id();
+    // SAFETY: as in `enqueue` (see `enqueue_slow`).
+    if unsafe { z.core.try_get_direct(lcore, out) } {
+        z.header.clear_trailing_failures();
+        return 0;
+    }
     // SAFETY: as in `enqueue`.
-    match unsafe { z.core.get(sys::lcore_id(), out) } {
+    match unsafe { z.core.get(lcore, out) } {
         Ok(()) => {
             z.header.clear_trailing_failures();
             0
