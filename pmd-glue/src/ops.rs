@@ -443,12 +443,34 @@ pub fn ops_table() -> sys::rte_mempool_ops {
     ops
 }
 
-/// Registers the ops (once per process; a second call reports the index
-/// already taken).
-pub fn register() -> Result<i32, GlueError> {
+/// What [`register`] found in the ops table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    /// Registered now, at this index.
+    Added(i32),
+    /// Already registered by this copy of the handler.
+    Present(i32),
+    /// Registered by another copy of the handler (the same library loaded
+    /// twice, e.g. from EAL's plugin directory and with `-d`): this copy's
+    /// callbacks are not in the table and it must stay idle.
+    OtherCopy(i32),
+}
+
+/// Registers the ops unless `ptr_ring` is in the table already: a second
+/// registration of a name would take another slot, and DPDK looks names up
+/// first come first served.
+pub fn register() -> Result<Registration, GlueError> {
     if let Some(i) = lookup_index() {
+        // SAFETY: `i` is below num_ops (lookup_index); entries there are set.
+        let theirs =
+            unsafe { (*core::ptr::addr_of!(sys::rte_mempool_ops_table)).ops[i as usize].enqueue };
+        let ours = ops_table().enqueue;
+        if theirs.map(|f| f as usize) != ours.map(|f| f as usize) {
+            return Ok(Registration::OtherCopy(i));
+        }
+        // Relaxed: read by telemetry only.
         OPS_INDEX.store(i, Ordering::Relaxed);
-        return Ok(i);
+        return Ok(Registration::Present(i));
     }
     let ops = ops_table();
     // SAFETY: a valid ops struct; DPDK copies it into its table.
@@ -461,14 +483,42 @@ pub fn register() -> Result<i32, GlueError> {
     }
     // Relaxed: read by telemetry only.
     OPS_INDEX.store(idx, Ordering::Relaxed);
-    Ok(idx)
+    Ok(Registration::Added(idx))
+}
+
+/// File name of the shared object (or program) holding the ops callbacks
+/// registered at `index`, for log lines.
+pub fn ops_origin(index: i32) -> String {
+    // SAFETY: the bounds are checked; entries below num_ops are set.
+    let f = unsafe {
+        let t = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
+        if index < 0 || index as u32 >= t.num_ops {
+            return String::from("?");
+        }
+        t.ops[index as usize].enqueue
+    };
+    let Some(f) = f else {
+        return String::from("?");
+    };
+    // SAFETY: all-zero is a valid Dl_info.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: any address may be asked; `info` is a valid out pointer; the
+    // name dladdr gives is NUL-terminated and lives as long as the object.
+    unsafe {
+        if libc::dladdr(f as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return String::from("?");
+        }
+        std::ffi::CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 /// Index of `ptr_ring` in this process's ops table, if registered.
 pub fn lookup_index() -> Option<i32> {
     // SAFETY: reading DPDK's process-local ops table; entries below
-    // `num_ops` are initialised (registration happens in constructors, before
-    // any thread runs).
+    // `num_ops` are initialised (registration and renumbering happen in
+    // constructors and in EAL's bus scan, before any pool exists).
     unsafe {
         let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
         (0..table.num_ops as usize)
