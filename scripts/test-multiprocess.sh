@@ -30,7 +30,10 @@
 # other handler; checks 1 and 2 need no such help (the handshake aligns the
 # whole table).
 #   5. handshake    the secondaries' log line giving the time the ops-table
-#                   handshake took at start.
+#                   handshake took at start;
+#   6. two-copies   one testpmd loading the handler twice (two paths): one
+#                   registration, the second copy says so and stays unused,
+#                   mb_pool_0 runs on ptr_ring.
 #
 # Needs hugepages (secondaries attach to the primary's shared memory): with
 # --no-huge in build/eal-mem.env it prints SKIP and exits 0. Each check uses a
@@ -267,5 +270,24 @@ if [[ ${#hs[@]} -ge 2 ]]; then
 else
     fail handshake "no handshake log line in the secondaries" "$logs/mp-peer.log"
 fi
+
+# ------------------------------------------------------------------ 6
+dup=$repo/build/test-multiprocess/dup
+mkdir -p "$dup"
+cp "$LIB" "$dup/"
+log=$logs/two-copies.log
+# shellcheck disable=SC2086 # EAL_MEM is a list of arguments
+echo quit | timeout 60 dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 \
+    -d "$LIB" -d "$dup/$(basename "$LIB")" --mbuf-pool-ops-name ptr_ring \
+    --log-level=mempool.ptr_ring:debug -- -i --total-num-mbufs=2048 >"$log" 2>&1
+rc=$?
+regs=$(grep -c 'PTR_RING: mempool ops "ptr_ring" registered at index' "$log")
+if [[ $rc -eq 0 && $regs -eq 1 ]] && grep -q 'by another copy of the handler' "$log" &&
+    grep -q 'PTR_RING: pool mb_pool_0: 2048 objects' "$log"; then
+    pass two-copies "$(grep -o 'already registered at index [0-9]*' "$log")"
+else
+    fail two-copies "exit $rc, $regs registrations" "$log"
+fi
+rm -rf "$dup"
 
 finish
