@@ -33,7 +33,11 @@
 #                   handshake took at start;
 #   6. two-copies   one testpmd loading the handler twice (two paths): one
 #                   registration, the second copy says so and stays unused,
-#                   mb_pool_0 runs on ptr_ring.
+#                   mb_pool_0 runs on ptr_ring;
+#   7. missing-handler  mp_peer primary with a pool on a handler only it has
+#                   (mp_peer_extra), dpdk-proc-info -d secondary: the pool
+#                   shows that name, and the stub refuses it with an error
+#                   naming the handler.
 #
 # Needs hugepages (secondaries attach to the primary's shared memory): with
 # --no-huge in build/eal-mem.env it prints SKIP and exits 0. Each check uses a
@@ -234,7 +238,13 @@ if start_primary "$p" "$log" -d "$LIB" --mbuf-pool-ops-name ptr_ring -- -i --for
         kill -0 "$pdump_pid" 2>/dev/null || break
         sleep 0.05
     done
-    sleep 0.1
+    # Until the first packets reach the pcap file (the primary enables
+    # capture when pdump asks, after its port is up), at most 10 s.
+    for _ in $(seq 200); do
+        [[ $(stat -c %s "$pcap" 2>/dev/null || echo 0) -gt 1024 ]] && break
+        kill -0 "$pdump_pid" 2>/dev/null || break
+        sleep 0.05
+    done
     echo stop >&7 # bounds the pcap: about 80 MB a second of forwarding
     sleep 0.5
     kill -INT "$pdump_pid" 2>/dev/null
@@ -270,6 +280,39 @@ if [[ ${#hs[@]} -ge 2 ]]; then
 else
     fail handshake "no handshake log line in the secondaries" "$logs/mp-peer.log"
 fi
+
+# ------------------------------------------------------------------ 7
+p=${prefix_base}_e
+log=$logs/primary-mp-peer.log
+cleanup_prefix "$p"
+rm -f "$fifo"
+mkfifo "$fifo"
+timeout -s INT 60 "$PEER" -l 0 --file-prefix "$p" --no-pci --no-telemetry --vdev net_null0 \
+    --log-level=mempool.ptr_ring:debug -- --primary --pool mp_extra <"$fifo" >"$log" 2>&1 &
+pri_pid=$!
+exec 7>"$fifo"
+for _ in $(seq 100); do
+    grep -q 'mp_peer: ready' "$log" && break
+    kill -0 "$pri_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if grep -q 'mp_peer: ready' "$log"; then
+    # shellcheck disable=SC2046
+    timeout 30 dpdk-proc-info $(sec_eal "$p") -d "$LIB" -- --show-mempool=mp_extra \
+        >"$logs/proc-info-missing.log" 2>&1
+    rc=$?
+    info=$(grep -o 'ops_index [0-9]* ops_name [a-z_0-9]*' "$logs/proc-info-missing.log" | head -1)
+    if [[ $rc -eq 0 && $info == *"ops_name mp_peer_extra" ]] &&
+        grep -q 'handler "mp_peer_extra" (index [0-9]* in the primary) is not loaded in this process' "$logs/proc-info-missing.log"; then
+        pass missing-handler "$info, refused by name"
+    else
+        fail missing-handler "rc $rc, '${info:-no ops line}'" "$logs/proc-info-missing.log"
+    fi
+else
+    fail missing-handler "mp_peer primary did not start" "$log"
+fi
+stop_primary
+cleanup_prefix "$p"
 
 # ------------------------------------------------------------------ 6
 dup=$repo/build/test-multiprocess/dup

@@ -5,8 +5,15 @@
 //! looks up a pool the primary created, gets and puts mbufs, and checks that
 //! the pool runs on the expected handler and that every mbuf came back.
 //!
+//! With `--primary` it is instead a primary process that registers
+//! `mp_peer_extra` after EAL init as a working handler (a renamed copy of
+//! ring_mp_mc's ops), creates the mbuf pool `--pool` on it, prints
+//! `mp_peer: ready` and waits for a line on stdin: secondaries without that
+//! handler must refuse the pool by name instead of calling another handler.
+//!
 //! ```text
 //! mp_peer [EAL args] -- --pool NAME [--gets N] [--expect-ops NAME]
+//! mp_peer [EAL args] -- --primary --pool NAME
 //! ```
 //!
 //! Exits non-zero when the pool is missing, runs on another handler than
@@ -15,6 +22,7 @@
 
 use core::ffi::{c_int, c_uint, c_void};
 use std::ffi::CString;
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 use dpdk_sys as sys;
@@ -63,6 +71,67 @@ fn register_extra() -> i32 {
     unsafe { sys::rte_mempool_register_ops(&o) }
 }
 
+/// Registers `mp_peer_extra` as a renamed copy of the ring_mp_mc entry: a
+/// working handler no other program has.
+fn register_extra_working() -> Result<i32, String> {
+    // SAFETY: the process-local ops table; entries below num_ops are set
+    // and are plain data (name and callback pointers).
+    let ring = unsafe {
+        let t = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
+        (0..t.num_ops as usize)
+            .map(|i| t.ops[i])
+            .find(|o| zone::cstr_field(&o.name) == "ring_mp_mc")
+    };
+    let mut o = ring.ok_or("no ring_mp_mc handler to copy")?;
+    o.name = [0; sys::RTE_MEMPOOL_OPS_NAMESIZE as usize];
+    for (d, s) in o.name.iter_mut().zip(EXTRA_OPS.bytes()) {
+        *d = s as core::ffi::c_char;
+    }
+    // SAFETY: a valid ops struct (ring_mp_mc's callbacks); DPDK copies it.
+    let i = unsafe { sys::rte_mempool_register_ops(&o) };
+    if i < 0 {
+        return Err(format!("rte_mempool_register_ops: {i}"));
+    }
+    Ok(i)
+}
+
+/// `--primary`: a pool on `mp_peer_extra`, kept until stdin gives a line.
+fn serve(a: &Args) -> Result<(), String> {
+    let idx = register_extra_working()?;
+    let name = CString::new(a.pool.as_str()).map_err(|e| e.to_string())?;
+    let ops = CString::new(EXTRA_OPS).expect("literal");
+    // SAFETY: valid strings; DPDK returns null with rte_errno on failure.
+    let mp = unsafe {
+        sys::rte_pktmbuf_pool_create_by_ops(
+            name.as_ptr(),
+            511,
+            0,
+            0,
+            sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+            -1,
+            ops.as_ptr(),
+        )
+    };
+    if mp.is_null() {
+        return Err(format!(
+            "cannot create pool {}: rte_errno {}",
+            a.pool,
+            sys::errno()
+        ));
+    }
+    println!(
+        "mp_peer: ready: pool {} on {EXTRA_OPS} at index {idx}; ops table {}",
+        a.pool,
+        ops_table().join(",")
+    );
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    // SAFETY: nothing uses the pool any more.
+    unsafe { sys::rte_mempool_free(mp) };
+    Ok(())
+}
+
 fn ops_table() -> Vec<String> {
     // SAFETY: the process-local ops table; entries below num_ops are set.
     unsafe {
@@ -74,6 +143,7 @@ fn ops_table() -> Vec<String> {
 }
 
 struct Args {
+    primary: bool,
     pool: String,
     gets: usize,
     expect_ops: Option<String>,
@@ -81,6 +151,7 @@ struct Args {
 
 fn parse(app: &[String]) -> Result<Args, String> {
     let mut a = Args {
+        primary: false,
         pool: String::new(),
         gets: 256,
         expect_ops: None,
@@ -92,6 +163,7 @@ fn parse(app: &[String]) -> Result<Args, String> {
             "--pool" => a.pool = val()?,
             "--gets" => a.gets = val()?.parse().map_err(|e| format!("--gets: {e}"))?,
             "--expect-ops" => a.expect_ops = Some(val()?),
+            "--primary" => a.primary = true,
             _ => return Err(format!("unknown option {k}")),
         }
     }
@@ -180,7 +252,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let extra = register_extra();
+    let extra = if args.primary { -1 } else { register_extra() };
     if let Err(e) = api::eal_init(eal) {
         eprintln!("mp_peer: {e}");
         return ExitCode::FAILURE;
@@ -192,11 +264,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!(
-        "mp_peer: {EXTRA_OPS} registered at {extra} before EAL init; ptr_ring at {idx}; ops table {}",
-        ops_table().join(",")
-    );
-    let r = run(&args);
+    let r = if args.primary {
+        serve(&args)
+    } else {
+        println!(
+            "mp_peer: {EXTRA_OPS} registered at {extra} before EAL init; ptr_ring at {idx}; ops table {}",
+            ops_table().join(",")
+        );
+        run(&args)
+    };
     // SAFETY: last EAL call of the process.
     unsafe { sys::rte_eal_cleanup() };
     match r {
