@@ -45,13 +45,18 @@
 # "multiprocess: N passed, M failed"; exits non-zero if a check failed.
 # Logs go to build/test-multiprocess/.
 #
-# Environment: PTR_RING_LIB (the handler .so, default target/release/...).
+# Environment: PTR_RING_LIB (the handler .so, default target/release/...),
+# PTR_RING_EAL_ENV (a file like build/eal-mem.env to use instead of it).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 # shellcheck source=scripts/eal-args.sh
 source "$repo/scripts/eal-args.sh"
+if [[ -n ${PTR_RING_EAL_ENV:-} ]]; then
+    # shellcheck source=/dev/null
+    source "$PTR_RING_EAL_ENV"
+fi
 
 LIB=${PTR_RING_LIB:-$repo/target/release/librte_mempool_ptr_ring.so}
 PEER=$repo/target/release/mp_peer
