@@ -412,36 +412,68 @@ fn align_with_primary(reorder: bool) {
     }
 }
 
+/// Where entry `i` of the renumbered table comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    /// This process's entry at that index.
+    Mine(usize),
+    /// A stub under the primary's name.
+    Stub(String),
+}
+
+/// The renumbering of a table named `mine` like `primary`: the primary's
+/// order first (a stub for each name missing here), then the entries only
+/// this process has, in their order, as far as [`MAX_OPS`] allows; and the
+/// names of those that no longer fit.
+fn plan(primary: &[String], mine: &[String]) -> (Vec<Slot>, Vec<String>) {
+    let mut used = vec![false; mine.len()];
+    let mut slots: Vec<Slot> = primary
+        .iter()
+        .take(MAX_OPS)
+        .map(|name| match mine.iter().position(|n| n == name) {
+            Some(j) => {
+                used[j] = true;
+                Slot::Mine(j)
+            }
+            None => Slot::Stub(name.clone()),
+        })
+        .collect();
+    let mut dropped = Vec::new();
+    for j in (0..mine.len()).filter(|&j| !used[j]) {
+        if slots.len() < MAX_OPS {
+            slots.push(Slot::Mine(j));
+        } else {
+            dropped.push(mine[j].clone());
+        }
+    }
+    (slots, dropped)
+}
+
 /// Renumbers this process's table like `primary`; returns the names given a
 /// stub entry, the names only this process has (kept after the primary's),
 /// and those that no longer fit.
 fn reorder_like(primary: &[String]) -> (Vec<String>, Vec<String>, Vec<String>) {
     let mut t = Table::lock();
     let cur: Vec<sys::rte_mempool_ops> = t.ops().to_vec();
-    let cur_names: Vec<String> = cur.iter().map(|o| zone::cstr_field(&o.name)).collect();
-    let mut used = vec![false; cur.len()];
-    let mut new: Vec<sys::rte_mempool_ops> = Vec::with_capacity(MAX_OPS);
-    let (mut stubs, mut extra, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
-    for name in primary.iter().take(MAX_OPS) {
-        match cur_names.iter().position(|n| n == name) {
-            Some(j) => {
-                used[j] = true;
-                new.push(cur[j]);
+    let names: Vec<String> = cur.iter().map(|o| zone::cstr_field(&o.name)).collect();
+    let (slots, dropped) = plan(primary, &names);
+    let (mut stubs, mut extra) = (Vec::new(), Vec::new());
+    let new: Vec<sys::rte_mempool_ops> = slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| match slot {
+            Slot::Mine(j) => {
+                if i >= primary.len() {
+                    extra.push(names[*j].clone());
+                }
+                cur[*j]
             }
-            None => {
+            Slot::Stub(name) => {
                 stubs.push(name.clone());
-                new.push(stub_ops(name));
+                stub_ops(name)
             }
-        }
-    }
-    for (j, o) in cur.iter().enumerate().filter(|&(j, _)| !used[j]) {
-        if new.len() < MAX_OPS {
-            extra.push(cur_names[j].clone());
-            new.push(*o);
-        } else {
-            dropped.push(cur_names[j].clone());
-        }
-    }
+        })
+        .collect();
     t.set(&new);
     (stubs, extra, dropped)
 }
@@ -522,6 +554,58 @@ unsafe extern "C" fn stub_get_count(mp: *const sys::rte_mempool) -> c_uint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn plan_takes_the_primary_order_then_own_extras() {
+        // testpmd links dpaa; mp_peer registers an extra handler first.
+        let primary = names("dpaa octeontx ring_mp_mc stack ptr_ring");
+        let mine = names("extra octeontx ring_mp_mc dpaa stack ptr_ring");
+        let (slots, dropped) = plan(&primary, &mine);
+        use Slot::Mine;
+        assert_eq!(
+            slots,
+            [Mine(3), Mine(1), Mine(2), Mine(4), Mine(5), Mine(0)]
+        );
+        assert!(dropped.is_empty());
+    }
+
+    #[test]
+    fn plan_stubs_what_this_process_lacks() {
+        let primary = names("dpaa ring_mp_mc bucket ptr_ring");
+        let mine = names("ring_mp_mc ptr_ring");
+        let (slots, _) = plan(&primary, &mine);
+        assert_eq!(
+            slots,
+            [
+                Slot::Stub("dpaa".into()),
+                Slot::Mine(0),
+                Slot::Stub("bucket".into()),
+                Slot::Mine(1)
+            ]
+        );
+    }
+
+    #[test]
+    fn plan_drops_own_extras_that_do_not_fit() {
+        let primary: Vec<String> = (0..MAX_OPS).map(|i| format!("p{i}")).collect();
+        let mine = names("p0 mine_only");
+        let (slots, dropped) = plan(&primary, &mine);
+        assert_eq!(slots.len(), MAX_OPS);
+        assert_eq!(slots[0], Slot::Mine(0));
+        assert_eq!(dropped, ["mine_only"]);
+    }
+
+    #[test]
+    fn plan_of_an_aligned_table_is_the_identity() {
+        let t = names("a b c ptr_ring");
+        let (slots, dropped) = plan(&t, &t);
+        assert_eq!(slots, (0..4).map(Slot::Mine).collect::<Vec<_>>());
+        assert!(dropped.is_empty());
+    }
 
     #[test]
     fn reply_pages_hold_whole_names() {
