@@ -84,8 +84,8 @@ pub(crate) fn register_ops() -> bool {
                 "mempool ops \"{}\" already registered at index {idx} by another copy of the \
                  handler ({}); this copy ({}) stays unused",
                 ops::OPS_NAME,
-                ops::ops_origin(idx),
-                this_object()
+                ops_sync::ops_origin(idx),
+                ops_sync::object_of(init as *const () as usize)
             );
             false
         }
@@ -105,24 +105,6 @@ pub(crate) fn register_ops() -> bool {
 fn register_late() {
     if register_ops() {
         ops_sync::after_late_registration();
-    }
-}
-
-/// File name of this copy of the handler.
-fn this_object() -> String {
-    // SAFETY: all-zero is a valid Dl_info.
-    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
-    // SAFETY: the address of one of our functions; a valid out pointer; the
-    // name is NUL-terminated and lives as long as the object.
-    unsafe {
-        if libc::dladdr(init as *const core::ffi::c_void, &mut info) == 0
-            || info.dli_fname.is_null()
-        {
-            return String::from("?");
-        }
-        std::ffi::CStr::from_ptr(info.dli_fname)
-            .to_string_lossy()
-            .into_owned()
     }
 }
 

@@ -486,34 +486,6 @@ pub fn register() -> Result<Registration, GlueError> {
     Ok(Registration::Added(idx))
 }
 
-/// File name of the shared object (or program) holding the ops callbacks
-/// registered at `index`, for log lines.
-pub fn ops_origin(index: i32) -> String {
-    // SAFETY: the bounds are checked; entries below num_ops are set.
-    let f = unsafe {
-        let t = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
-        if index < 0 || index as u32 >= t.num_ops {
-            return String::from("?");
-        }
-        t.ops[index as usize].enqueue
-    };
-    let Some(f) = f else {
-        return String::from("?");
-    };
-    // SAFETY: all-zero is a valid Dl_info.
-    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
-    // SAFETY: any address may be asked; `info` is a valid out pointer; the
-    // name dladdr gives is NUL-terminated and lives as long as the object.
-    unsafe {
-        if libc::dladdr(f as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
-            return String::from("?");
-        }
-        std::ffi::CStr::from_ptr(info.dli_fname)
-            .to_string_lossy()
-            .into_owned()
-    }
-}
-
 /// Index of `ptr_ring` in this process's ops table, if registered.
 pub fn lookup_index() -> Option<i32> {
     // SAFETY: reading DPDK's process-local ops table; entries below

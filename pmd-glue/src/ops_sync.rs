@@ -174,8 +174,7 @@ fn move_ours_last() {
     };
     let last = names.len() - 1;
     if i != last {
-        let ops = t.ops();
-        ops[i..].rotate_left(1);
+        t.ops()[i..].rotate_left(1);
         drop(t);
         log!(
             Level::Info,
@@ -476,6 +475,34 @@ fn reorder_like(primary: &[String]) -> (Vec<String>, Vec<String>, Vec<String>) {
         .collect();
     t.set(&new);
     (stubs, extra, dropped)
+}
+
+/// File name of the shared object (or program) that holds `addr`, for log
+/// lines; `?` when unknown.
+pub fn object_of(addr: usize) -> String {
+    // SAFETY: all-zero is a valid Dl_info.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: dladdr accepts any address; `info` is a valid out pointer; the
+    // name it gives is NUL-terminated and lives as long as the object.
+    unsafe {
+        if libc::dladdr(addr as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return String::from("?");
+        }
+        CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// File name of the object whose callbacks sit at `index` of the ops table.
+pub fn ops_origin(index: i32) -> String {
+    let mut t = Table::lock();
+    let enqueue = usize::try_from(index)
+        .ok()
+        .and_then(|i| t.ops().get(i))
+        .and_then(|o| o.enqueue);
+    drop(t);
+    enqueue.map_or(String::from("?"), |f| object_of(f as usize))
 }
 
 // ------------------------------------------------------------ stub entries
