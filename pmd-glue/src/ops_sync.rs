@@ -21,9 +21,12 @@
 //!   error naming it; handlers only this process has follow the primary's.
 //!
 //! With `--in-memory` or `--no-shconf` there is no multi-process channel and
-//! nothing to align. A primary without the handler cannot answer: the
-//! secondary waits [`REPLY_TIMEOUT_MS`] once and keeps its own numbering
-//! (ptr_ring still last, so only ptr_ring's own index can differ).
+//! nothing to align. A primary without the handler cannot answer: a serving
+//! primary also leaves the file [`MARKER`] in its runtime directory, so a
+//! secondary that finds none (or one older than the primary's `mp_socket`,
+//! left by an earlier primary) does not ask, and keeps its own numbering
+//! (ptr_ring still last, so only ptr_ring's own index can differ); one that
+//! asks in vain waits [`REPLY_TIMEOUT_MS`] once.
 
 use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +39,8 @@ use crate::{log, ops, zone};
 
 /// Name of the IPC action a primary serves its ops table under.
 pub const ACTION: &CStr = c"ptr_ring_ops_table";
+/// File a serving primary writes in its runtime directory.
+pub const MARKER: &str = "ptr_ring_ops_table";
 /// How long a secondary waits for the primary's answer.
 pub const REPLY_TIMEOUT_MS: u64 = 1000;
 /// Format of request and reply: `[VERSION, ...]`.
@@ -189,11 +194,21 @@ fn move_ours_last() {
 fn serve() {
     // SAFETY: a static name and a valid callback.
     if unsafe { sys::rte_mp_action_register(ACTION.as_ptr(), Some(on_request)) } == 0 {
-        log!(
-            Level::Debug,
-            "serving the ops table to secondary processes (IPC action {})",
-            ACTION.to_string_lossy()
-        );
+        let marker = marker_path();
+        match std::fs::write(&marker, format!("{}\n", std::process::id())) {
+            Ok(()) => log!(
+                Level::Debug,
+                "serving the ops table to secondary processes (IPC action {}, {})",
+                ACTION.to_string_lossy(),
+                marker.display()
+            ),
+            Err(e) => log!(
+                Level::Err,
+                "cannot write {}: {e}; secondaries will not ask for the ops table and keep \
+                 their own numbering",
+                marker.display()
+            ),
+        }
         return;
     }
     match sys::errno() {
@@ -328,10 +343,45 @@ fn ask_primary() -> Result<Vec<String>, AskError> {
     }
 }
 
+/// `<runtime dir>/<MARKER>`.
+fn marker_path() -> std::path::PathBuf {
+    // SAFETY: EAL's runtime directory, a NUL-terminated string it owns
+    // (empty before argument parsing).
+    let dir = unsafe { CStr::from_ptr(sys::rte_eal_get_runtime_dir()) };
+    std::path::Path::new(&*dir.to_string_lossy()).join(MARKER)
+}
+
+/// Whether the primary serves its table: its marker exists and is not older
+/// than its `mp_socket` (both are made at each primary's start, the socket
+/// first).
+fn primary_serves() -> Result<(), String> {
+    let marker = marker_path();
+    let socket = marker.with_file_name("mp_socket");
+    let mtime = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified());
+    match (mtime(&marker), mtime(&socket)) {
+        (Err(_), _) => Err(format!("no {}", marker.display())),
+        (Ok(m), Ok(s)) if m < s => Err(format!(
+            "{} is older than the primary's mp_socket (left by an earlier primary)",
+            marker.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Secondary: read the primary's table and, when `reorder` (at bus scan,
 /// before any pool is attached), renumber this process's table like it;
 /// otherwise only report where they differ.
 fn align_with_primary(reorder: bool) {
+    if let Err(why) = primary_serves() {
+        log!(
+            Level::Notice,
+            "the primary process does not serve its ops table ({why}): it does not load the \
+             ptr_ring handler; this process keeps its own ops-table numbering, with ptr_ring \
+             after every other handler. Pools created here on ptr_ring cannot be used by the \
+             primary"
+        );
+        return;
+    }
     let t0 = Instant::now();
     let primary = match ask_primary() {
         Ok(p) => p,
