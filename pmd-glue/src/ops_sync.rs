@@ -93,7 +93,11 @@ fn at_scan() {
             move_ours_last();
             serve();
         }
-        sys::RTE_PROC_SECONDARY => align_with_primary(true),
+        sys::RTE_PROC_SECONDARY => {
+            // Last as in a primary, should the primary not serve its table.
+            move_ours_last();
+            align_with_primary(true);
+        }
         _ => {}
     }
     update_index();
@@ -169,8 +173,8 @@ impl Drop for Table {
     }
 }
 
-/// Primary: ptr_ring goes after every other handler, as if it had not been
-/// loaded (no pool exists yet).
+/// ptr_ring goes after every other handler, as if it had not been loaded
+/// (at bus scan: no pool exists or is attached yet).
 fn move_ours_last() {
     let mut t = Table::lock();
     let names = t.names();
