@@ -10,9 +10,9 @@
 //!   and the multi-process channel is up, and before any pool is attached.
 //!   ptr_ring thus comes after every other handler and moves none of them:
 //!   processes that do not load it agree with those that do on every other
-//!   pool. (A primary that registered it earlier, e.g. a program that links
+//!   pool. (A process that registered it earlier, e.g. a program that links
 //!   the crate and calls `ensure_registered` before `rte_eal_init`, moves it
-//!   to the end there: no pool exists yet.)
+//!   to the end there: no pool exists or is attached yet.)
 //! * a primary answers the IPC request [`ACTION`] with its table's names in
 //!   index order;
 //! * a secondary asks, then reorders its own table to the primary's order
