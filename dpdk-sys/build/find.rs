@@ -9,6 +9,10 @@ use crate::tracked_var;
 /// Oldest DPDK release whose ABI these bindings are written against.
 const MIN_VERSION: &str = "22.11";
 const PKG_NAME: &str = "libdpdk";
+/// Driver libraries whose API `csrc/wrapper.h` includes but which a shared
+/// `pkg-config --libs libdpdk` leaves out (drivers are plugins there):
+/// `rte_bus_vdev.h` (`rte_vdev_add_custom_scan`).
+const DRIVER_LIBS: &[&str] = &["rte_bus_vdev"];
 const INSTALL_HINT: &str = "Install it: apt-get install dpdk libdpdk-dev libclang-dev pkg-config";
 
 /// What pkg-config says about the installed DPDK.
@@ -69,6 +73,12 @@ impl Dpdk {
             println!("cargo:rustc-link-search=native={}", path.display());
         }
         for lib in &self.libs {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+        }
+        for lib in DRIVER_LIBS
+            .iter()
+            .filter(|l| !self.libs.iter().any(|x| x == *l))
+        {
             println!("cargo:rustc-link-lib=dylib={lib}");
         }
     }

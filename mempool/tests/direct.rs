@@ -1,6 +1,7 @@
-//! The inlined fast paths of a pool whose handler cache is off
-//! (`cache_size 0`): an EAL lcore's get and put go straight to the ring and
-//! count on the lcore's own line; every other case is refused with nothing
+//! The fast paths of a pool whose handler cache is off (`cache_size 0`): an
+//! EAL lcore's get and put go straight to the ring and count on the lcore's
+//! own line (`try_*_direct`, any bulk; `try_*_cached`, the callbacks'
+//! inlined path, one object); every other case is refused with nothing
 //! changed, so that the caller's slow path handles (and reports) it.
 #![cfg(not(loom))]
 
@@ -24,12 +25,12 @@ fn cache_off_gets_and_puts_go_to_the_ring_and_are_counted() {
     let pool = populated_pool(cfg(0), 0);
     let mut out = [null_mut(); 5];
     // SAFETY: one thread, lcore 1.
-    assert!(unsafe { pool.try_get_cached(1, &mut out) });
+    assert!(unsafe { pool.try_get_direct(1, &mut out) });
     assert_eq!(pool.inflight(), 5);
     assert_eq!(pool.ring().len(), 59);
     assert_eq!(pool.in_caches(), 0);
     // SAFETY: as above; lcore 2 returns what lcore 1 took.
-    assert!(unsafe { pool.try_put_cached(2, &out) });
+    assert!(unsafe { pool.try_put_direct(2, &out) });
     assert_eq!(pool.inflight(), 0);
     assert_eq!(pool.ring().len(), 64);
     let s = pool.stats();
@@ -47,7 +48,7 @@ fn cache_off_refuses_what_the_ring_cannot_do_and_changes_nothing() {
     let pool = populated_pool(cfg(0), 0);
     let mut all = vec![null_mut(); 64];
     // SAFETY: one thread.
-    assert!(unsafe { pool.try_get_cached(0, &mut all) });
+    assert!(unsafe { pool.try_get_direct(0, &mut all) });
     let mut one = [null_mut(); 1];
     // SAFETY: one thread.
     assert!(!unsafe { pool.try_get_cached(0, &mut one) }, "empty ring");
@@ -58,7 +59,7 @@ fn cache_off_refuses_what_the_ring_cannot_do_and_changes_nothing() {
     let e = unsafe { pool.get(0, &mut one) }.unwrap_err();
     assert!(matches!(e, PoolError::Exhausted { .. }), "{e:?}");
     // SAFETY: one thread.
-    assert!(unsafe { pool.try_put_cached(0, &all) });
+    assert!(unsafe { pool.try_put_direct(0, &all) });
     assert_eq!(pool.inflight(), 0);
     assert_exactly_once(&pool);
 }
@@ -68,7 +69,7 @@ fn cache_off_fast_paths_follow_the_shutdown_state() {
     let pool = populated_pool(cfg(0), 0);
     let mut out = [null_mut(); 2];
     // SAFETY: one thread.
-    assert!(unsafe { pool.try_get_cached(0, &mut out) });
+    assert!(unsafe { pool.try_get_direct(0, &mut out) });
     let mut m = CountingMapper::default();
     pool.begin_drain(0, &mut m).unwrap();
     assert_eq!(pool.state(), PoolState::Draining);
@@ -139,4 +140,28 @@ fn cache_on_fast_path_is_unchanged() {
     // SAFETY: one thread.
     unsafe { pool.put(3, &out) }.unwrap();
     assert_eq!(pool.inflight(), 0);
+}
+
+#[test]
+fn cache_off_inlined_path_takes_single_objects_only() {
+    let pool = populated_pool(cfg(0), 0);
+    let mut two = [null_mut(); 2];
+    // SAFETY: one thread. A bulk is left to `try_get_direct` / `get`...
+    assert!(!unsafe { pool.try_get_cached(0, &mut two) });
+    assert_eq!(pool.inflight(), 0);
+    let mut one = [null_mut(); 1];
+    // SAFETY: one thread. ...a single object is served inline.
+    assert!(unsafe { pool.try_get_cached(0, &mut one) });
+    assert_eq!(pool.inflight(), 1);
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_put_cached(0, &one) });
+    assert_eq!(pool.inflight(), 0);
+    // SAFETY: one thread; a bulk put is refused there too.
+    unsafe { pool.get(0, &mut two) }.unwrap();
+    // SAFETY: one thread.
+    assert!(!unsafe { pool.try_put_cached(0, &two) });
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_put_direct(0, &two) });
+    assert_eq!(pool.inflight(), 0);
+    assert_exactly_once(&pool);
 }

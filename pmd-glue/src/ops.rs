@@ -532,12 +532,34 @@ pub fn ops_table() -> sys::rte_mempool_ops {
     ops
 }
 
-/// Registers the ops (once per process; a second call reports the index
-/// already taken).
-pub fn register() -> Result<i32, GlueError> {
+/// What [`register`] found in the ops table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    /// Registered now, at this index.
+    Added(i32),
+    /// Already registered by this copy of the handler.
+    Present(i32),
+    /// Registered by another copy of the handler (the same library loaded
+    /// twice, e.g. from EAL's plugin directory and with `-d`): this copy's
+    /// callbacks are not in the table and it must stay idle.
+    OtherCopy(i32),
+}
+
+/// Registers the ops unless `ptr_ring` is in the table already: a second
+/// registration of a name would take another slot, and DPDK looks names up
+/// first come first served.
+pub fn register() -> Result<Registration, GlueError> {
     if let Some(i) = lookup_index() {
+        // SAFETY: `i` is below num_ops (lookup_index); entries there are set.
+        let theirs =
+            unsafe { (*core::ptr::addr_of!(sys::rte_mempool_ops_table)).ops[i as usize].enqueue };
+        let ours = ops_table().enqueue;
+        if theirs.map(|f| f as usize) != ours.map(|f| f as usize) {
+            return Ok(Registration::OtherCopy(i));
+        }
+        // Relaxed: read by telemetry only.
         OPS_INDEX.store(i, Ordering::Relaxed);
-        return Ok(i);
+        return Ok(Registration::Present(i));
     }
     let ops = ops_table();
     // SAFETY: a valid ops struct; DPDK copies it into its table.
@@ -550,14 +572,14 @@ pub fn register() -> Result<i32, GlueError> {
     }
     // Relaxed: read by telemetry only.
     OPS_INDEX.store(idx, Ordering::Relaxed);
-    Ok(idx)
+    Ok(Registration::Added(idx))
 }
 
 /// Index of `ptr_ring` in this process's ops table, if registered.
 pub fn lookup_index() -> Option<i32> {
     // SAFETY: reading DPDK's process-local ops table; entries below
-    // `num_ops` are initialised (registration happens in constructors, before
-    // any thread runs).
+    // `num_ops` are initialised (registration and renumbering happen in
+    // constructors and in EAL's bus scan, before any pool exists).
     unsafe {
         let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
         (0..table.num_ops as usize)
