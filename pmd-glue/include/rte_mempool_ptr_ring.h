@@ -33,6 +33,12 @@ struct ptr_ring_pool_config {
 #define PTR_RING_POOL_CONFIG_DEFAULT \
 	{ PTR_RING_POOL_CONFIG_VERSION, -1, -1, 0 }
 
+/* Values of ptr_ring_stats.state. */
+#define PTR_RING_STATE_ACTIVE   0 /* serving gets and puts */
+#define PTR_RING_STATE_DRAINING 1 /* shutting down, waiting for buffers */
+#define PTR_RING_STATE_ORPHANED 2 /* shutting down, its device gone */
+#define PTR_RING_STATE_RELEASED 3 /* every buffer back, pool released */
+
 struct ptr_ring_stats {
 	uint64_t size;               /* objects the pool was created for */
 	uint64_t populated;          /* objects laid out by populate */
@@ -48,7 +54,7 @@ struct ptr_ring_stats {
 	uint64_t rejected_foreign;   /* validation: foreign pointers rejected */
 	uint64_t rejected_double_free; /* validation: double frees rejected */
 	uint32_t validation;         /* 1 when validation mode is on */
-	uint32_t state;              /* 0 active, 1 draining, 2 released, 3 orphaned */
+	uint32_t state;              /* PTR_RING_STATE_* */
 };
 
 /* 0, or -EINVAL when mp does not use the ptr_ring handler. */

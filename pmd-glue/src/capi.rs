@@ -37,6 +37,7 @@ pub struct PtrRingStats {
     /// 1 when validation mode is on.
     pub validation: u32,
     /// 0 active, 1 draining, 2 released, 3 orphaned (see `mempool::PoolState`).
+    /// [`mempool::PoolState`] as `PTR_RING_STATE_*` (see [`STATE_VALUES`]).
     pub state: u32,
 }
 
@@ -209,5 +210,41 @@ pub unsafe extern "C" fn ptr_ring_port_shutdown_caches(
             1
         }
         Err(e) => e.errno(),
+    }
+}
+
+/// `PTR_RING_STATE_*` of the C header, by name: `ptr_ring_stats.state` is
+/// `PoolState as u32`, so each must be the matching variant's value (checked
+/// below at compile time, and against the header's text by a test).
+pub const STATE_VALUES: [(&str, mempool::PoolState); 4] = [
+    ("PTR_RING_STATE_ACTIVE", mempool::PoolState::Active),
+    ("PTR_RING_STATE_DRAINING", mempool::PoolState::Draining),
+    ("PTR_RING_STATE_ORPHANED", mempool::PoolState::Orphaned),
+    ("PTR_RING_STATE_RELEASED", mempool::PoolState::Released),
+];
+
+const _: () = {
+    assert!(mempool::PoolState::Active as u32 == 0);
+    assert!(mempool::PoolState::Draining as u32 == 1);
+    assert!(mempool::PoolState::Orphaned as u32 == 2);
+    assert!(mempool::PoolState::Released as u32 == 3);
+};
+
+#[cfg(test)]
+mod tests {
+    use super::STATE_VALUES;
+
+    /// The header's `#define PTR_RING_STATE_*` values are the core's.
+    #[test]
+    fn header_state_values_match_the_core() {
+        let h = include_str!("../include/rte_mempool_ptr_ring.h");
+        for (name, state) in STATE_VALUES {
+            let line = h
+                .lines()
+                .find(|l| l.starts_with("#define") && l.split_whitespace().nth(1) == Some(name))
+                .unwrap_or_else(|| panic!("{name} not defined in the header"));
+            let v: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+            assert_eq!(v, state as u32, "{name}");
+        }
     }
 }
