@@ -538,61 +538,57 @@ impl PoolCore {
         }
     }
 
+    /// Whether the handler cache is off (`cache_size == 0`): the fast paths
+    /// of an lcore with a cache slot are then
+    /// [`try_get_direct`](PoolCore::try_get_direct) /
+    /// [`try_put_direct`](PoolCore::try_put_direct), straight to the ring.
+    #[inline(always)]
+    pub fn is_direct(&self) -> bool {
+        self.hdr.direct
+    }
+
     /// The get fast path alone, for a caller that wants it inlined into its
-    /// own entry point, for an lcore with a cache slot (validation off):
-    /// with the handler cache on, pops `out.len()` objects (at most 8; the
-    /// copy is inline, with no call) when the cache holds enough; with it
-    /// off, takes one object straight from the ring ([`try_get_direct`]
-    /// takes any number). Returns `false`, having changed nothing, in every
-    /// other case (a miss, a larger bulk, a draining pool, an empty ring, a
-    /// caller without an lcore id, validation mode); the caller then calls
-    /// [`get`](PoolCore::get), which handles them all and reports errors.
-    ///
-    /// [`try_get_direct`]: PoolCore::try_get_direct
+    /// own entry point: with the handler cache on, pops `out.len()` objects
+    /// (at most 8; the copy is inline, with no call) from lcore `lcore`'s
+    /// cache when validation is off and the cache holds enough. Returns
+    /// `false`, having changed nothing, in every other case (a miss, a
+    /// caller without an lcore id, validation mode, the cache off); the
+    /// caller then calls [`get`](PoolCore::get), which handles them all.
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get).
     #[inline(always)]
     pub unsafe fn try_get_cached(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
-        let Some(c) = self.fast_cache(lcore) else {
-            return false;
-        };
-        if !self.hdr.direct {
+        match self.fast_cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
-            return unsafe { c.try_get_small(out) };
+            Some(c) if !self.hdr.direct => unsafe { c.try_get_small(out) },
+            _ => false,
         }
-        // One object only: a bulk's loops would make the caller need a
-        // stack frame on every path.
-        if out.len() != 1 || self.shutdown.state() != PoolState::Active {
-            return false;
-        }
-        let Some(obj) = self.ring().dequeue_one() else {
-            return false;
-        };
-        out[0] = obj;
-        c.count_hold(1);
-        true
     }
 
     /// With the handler cache off: takes `out.len()` objects straight from
     /// the ring for an lcore with a cache slot (validation off), counted on
     /// the lcore's own line, with no shared write beyond the ring's. Returns
     /// `false`, having changed nothing, where [`get`](PoolCore::get) must
-    /// decide (and report).
+    /// decide (and report): a draining pool, too few objects, no slot.
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get).
     #[inline(always)]
     pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
-        match self.fast_cache(lcore) {
-            Some(c) if self.hdr.direct => self.get_direct(c, out),
-            _ => false,
+        let Some(c) = self.fast_cache(lcore).filter(|_| self.hdr.direct) else {
+            return false;
+        };
+        if self.shutdown.state() != PoolState::Active {
+            return false;
         }
-    }
-
-    #[inline(always)]
-    fn get_direct(&self, c: &LcoreCache, out: &mut [*mut c_void]) -> bool {
-        if self.shutdown.state() != PoolState::Active || self.ring().dequeue_bulk(out).is_err() {
+        let ring = self.ring();
+        if out.len() == 1 {
+            let Some(obj) = ring.dequeue_one() else {
+                return false;
+            };
+            out[0] = obj;
+        } else if ring.dequeue_bulk(out).is_err() {
             return false;
         }
         c.count_hold(out.len());
@@ -601,53 +597,44 @@ impl PoolCore {
 
     /// The put fast path alone (see [`try_get_cached`](PoolCore::try_get_cached)):
     /// with the handler cache on, pushes `objs` (at most 8) onto lcore
-    /// `lcore`'s cache when they fit under its limit; with it off, puts one
-    /// object straight into the ring ([`try_put_direct`] any number).
-    /// Otherwise returns `false`, having changed nothing, and the caller
+    /// `lcore`'s cache when validation is off and they fit under its limit;
+    /// otherwise returns `false`, having changed nothing, and the caller
     /// calls [`put`](PoolCore::put).
-    ///
-    /// [`try_put_direct`]: PoolCore::try_put_direct
     ///
     /// # Safety
     /// As for [`put`](PoolCore::put).
     #[inline(always)]
     pub unsafe fn try_put_cached(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
-        let Some(c) = self.fast_cache(lcore) else {
-            return false;
-        };
-        if !self.hdr.direct {
+        match self.fast_cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
-            return unsafe { c.try_put_small(objs) };
+            Some(c) if !self.hdr.direct => unsafe { c.try_put_small(objs) },
+            _ => false,
         }
-        if objs.len() != 1
-            || self.shutdown.state() == PoolState::Released
-            || self.ring().enqueue_one(objs[0]).is_err()
-        {
-            return false;
-        }
-        // The last touch of the pool (see `put_direct`).
-        c.count_release(1);
-        true
     }
 
     /// With the handler cache off: puts `objs` straight into the ring for an
     /// lcore with a cache slot (validation off), counted on the lcore's own
     /// line. Returns `false`, having changed nothing, where
-    /// [`put`](PoolCore::put) must decide (and report).
+    /// [`put`](PoolCore::put) must decide (and report): a released pool, a
+    /// null object, a ring without room (more objects back than went out).
     ///
     /// # Safety
     /// As for [`put`](PoolCore::put).
     #[inline(always)]
     pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
-        match self.fast_cache(lcore) {
-            Some(c) if self.hdr.direct => self.put_direct(c, objs),
-            _ => false,
+        let Some(c) = self.fast_cache(lcore).filter(|_| self.hdr.direct) else {
+            return false;
+        };
+        if self.shutdown.state() == PoolState::Released {
+            return false;
         }
-    }
-
-    #[inline(always)]
-    fn put_direct(&self, c: &LcoreCache, objs: &[*mut c_void]) -> bool {
-        if self.shutdown.state() == PoolState::Released || self.ring().enqueue_bulk(objs).is_err() {
+        let ring = self.ring();
+        let ok = if objs.len() == 1 {
+            ring.enqueue_one(objs[0]).is_ok()
+        } else {
+            ring.enqueue_bulk(objs).is_ok()
+        };
+        if !ok {
             return false;
         }
         // The last touch of the pool: once the count is visible a

@@ -51,10 +51,10 @@ fn cache_off_refuses_what_the_ring_cannot_do_and_changes_nothing() {
     assert!(unsafe { pool.try_get_direct(0, &mut all) });
     let mut one = [null_mut(); 1];
     // SAFETY: one thread.
-    assert!(!unsafe { pool.try_get_cached(0, &mut one) }, "empty ring");
+    assert!(!unsafe { pool.try_get_direct(0, &mut one) }, "empty ring");
     assert_eq!(pool.inflight(), 64);
     // SAFETY: one thread.
-    assert!(!unsafe { pool.try_put_cached(0, &[null_mut()]) }, "null");
+    assert!(!unsafe { pool.try_put_direct(0, &[null_mut()]) }, "null");
     // SAFETY: one thread; the slow path reports what the fast path refused.
     let e = unsafe { pool.get(0, &mut one) }.unwrap_err();
     assert!(matches!(e, PoolError::Exhausted { .. }), "{e:?}");
@@ -75,10 +75,10 @@ fn cache_off_fast_paths_follow_the_shutdown_state() {
     assert_eq!(pool.state(), PoolState::Draining);
     let mut more = [null_mut(); 1];
     // SAFETY: one thread. No gets once draining...
-    assert!(!unsafe { pool.try_get_cached(0, &mut more) });
+    assert!(!unsafe { pool.try_get_direct(0, &mut more) });
     // ...but late returns still go back.
     // SAFETY: one thread.
-    assert!(unsafe { pool.try_put_cached(0, &out[..1]) });
+    assert!(unsafe { pool.try_put_direct(0, &out[..1]) });
     assert_eq!(pool.inflight(), 1);
     // SAFETY: one thread.
     assert!(unsafe { pool.put(0, &out[1..]) }.is_ok());
@@ -86,7 +86,7 @@ fn cache_off_fast_paths_follow_the_shutdown_state() {
     assert_eq!(pool.state(), PoolState::Released);
     // After the release a put is refused, counted, and the ring untouched.
     // SAFETY: one thread.
-    assert!(!unsafe { pool.try_put_cached(0, &out[..1]) });
+    assert!(!unsafe { pool.try_put_direct(0, &out[..1]) });
     // SAFETY: one thread.
     let e = unsafe { pool.put(0, &out[..1]) }.unwrap_err();
     assert!(
@@ -107,9 +107,9 @@ fn only_lcores_with_a_cache_slot_and_no_validation_take_the_fast_path() {
     let pool = populated_pool(cfg(0), 0);
     let mut out = [null_mut(); 1];
     // SAFETY: one thread; ids without a slot are refused...
-    assert!(!unsafe { pool.try_get_cached(4, &mut out) });
+    assert!(!unsafe { pool.try_get_direct(4, &mut out) });
     // SAFETY: as above.
-    assert!(!unsafe { pool.try_get_cached(u32::MAX, &mut out) });
+    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out) });
     let validating = populated_pool(
         PoolConfig {
             validate: true,
@@ -118,7 +118,7 @@ fn only_lcores_with_a_cache_slot_and_no_validation_take_the_fast_path() {
         0,
     );
     // SAFETY: ...and so is every call in validation mode.
-    assert!(!unsafe { validating.try_get_cached(0, &mut out) });
+    assert!(!unsafe { validating.try_get_direct(0, &mut out) });
     assert_eq!(pool.inflight(), 0);
     assert_eq!(validating.inflight(), 0);
 }
@@ -143,25 +143,24 @@ fn cache_on_fast_path_is_unchanged() {
 }
 
 #[test]
-fn cache_off_inlined_path_takes_single_objects_only() {
+fn cache_off_leaves_the_cache_fast_path_to_the_direct_one() {
     let pool = populated_pool(cfg(0), 0);
-    let mut two = [null_mut(); 2];
-    // SAFETY: one thread. A bulk is left to `try_get_direct` / `get`...
-    assert!(!unsafe { pool.try_get_cached(0, &mut two) });
-    assert_eq!(pool.inflight(), 0);
+    assert!(pool.is_direct());
     let mut one = [null_mut(); 1];
-    // SAFETY: one thread. ...a single object is served inline.
-    assert!(unsafe { pool.try_get_cached(0, &mut one) });
+    // SAFETY: one thread. The cache fast path refuses a cache-off pool...
+    assert!(!unsafe { pool.try_get_cached(0, &mut one) });
+    assert_eq!(pool.inflight(), 0);
+    // SAFETY: one thread. ...whose single objects and bulks go direct.
+    assert!(unsafe { pool.try_get_direct(0, &mut one) });
     assert_eq!(pool.inflight(), 1);
     // SAFETY: one thread.
-    assert!(unsafe { pool.try_put_cached(0, &one) });
-    assert_eq!(pool.inflight(), 0);
-    // SAFETY: one thread; a bulk put is refused there too.
-    unsafe { pool.get(0, &mut two) }.unwrap();
+    assert!(!unsafe { pool.try_put_cached(0, &one) });
     // SAFETY: one thread.
-    assert!(!unsafe { pool.try_put_cached(0, &two) });
-    // SAFETY: one thread.
-    assert!(unsafe { pool.try_put_direct(0, &two) });
+    assert!(unsafe { pool.try_put_direct(0, &one) });
     assert_eq!(pool.inflight(), 0);
+    let cached = populated_pool(cfg(8), 0);
+    assert!(!cached.is_direct());
+    // SAFETY: one thread; a cache-on pool never goes direct.
+    assert!(!unsafe { cached.try_get_direct(0, &mut one) });
     assert_exactly_once(&pool);
 }

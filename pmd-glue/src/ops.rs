@@ -6,7 +6,7 @@ use core::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dpdk_sys as sys;
-use mempool::{ChunkSpec, Iova, PoolConfig, PoolError, VirtAddr, VirtRange};
+use mempool::{ChunkSpec, Iova, PoolConfig, PoolCore, PoolError, VirtAddr, VirtRange};
 
 use crate::error::GlueError;
 use crate::log::Level;
@@ -257,14 +257,17 @@ unsafe extern "C" fn enqueue(
             // deferred release may free the zone, so the put must be our
             // last touch of it.
             z.header.clear_trailing_failures();
+            let lcore = sys::lcore_id();
+            if z.core.is_direct() {
+                // SAFETY: forwarded DPDK arguments; the lcore id as below.
+                return unsafe { enqueue_direct(mp, objs, n, z.core, lcore) };
+            }
             // SAFETY: DPDK passes `n` valid object pointers; `lcore_id()` is
             // the calling thread's own lcore id (DPDK's one thread per lcore
             // rule makes it the cache's owner).
             if unsafe {
-                z.core.try_put_cached(
-                    sys::lcore_id(),
-                    core::slice::from_raw_parts(objs, n as usize),
-                )
+                z.core
+                    .try_put_cached(lcore, core::slice::from_raw_parts(objs, n as usize))
             } {
                 return 0;
             }
@@ -272,6 +275,25 @@ unsafe extern "C" fn enqueue(
         // SAFETY: forwarded DPDK arguments.
         unsafe { enqueue_slow(mp, objs, n) }
     })
+}
+
+/// `enqueue` with the handler cache off: straight to the ring (a tail call
+/// from `enqueue`, whose cache path so needs no stack frame).
+#[inline(never)]
+unsafe fn enqueue_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
+    // caller's own (as in `enqueue`).
+    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
 }
 
 /// Every enqueue the inlined fast path did not take: more than 8 objects, a
@@ -286,14 +308,8 @@ unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c
     };
     // SAFETY: DPDK passes `n` valid object pointers.
     let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
-    let lcore = sys::lcore_id();
-    // SAFETY: as in `enqueue`: the handler cache off, a bulk straight to the
-    // ring (its loops live here, not in the frameless `enqueue`).
-    if unsafe { z.core.try_put_direct(lcore, objs) } {
-        return 0;
-    }
     // SAFETY: as in `enqueue`.
-    match unsafe { z.core.put(lcore, objs) } {
+    match unsafe { z.core.put(sys::lcore_id(), objs) } {
         Ok(()) => 0,
         Err(e) => put_failed(mp, e),
     }
@@ -314,13 +330,16 @@ unsafe extern "C" fn dequeue(
     guard("dequeue", || {
         // SAFETY: DPDK passes its own mempool.
         if let Some(z) = unsafe { zone::attach_fast(mp) } {
+            let lcore = sys::lcore_id();
+            if z.core.is_direct() {
+                // SAFETY: forwarded DPDK arguments.
+                return unsafe { dequeue_direct(mp, objs, n, z, lcore) };
+            }
             // SAFETY: DPDK passes room for `n` object pointers; the lcore id
             // as in `enqueue`.
             if unsafe {
-                z.core.try_get_cached(
-                    sys::lcore_id(),
-                    core::slice::from_raw_parts_mut(objs, n as usize),
-                )
+                z.core
+                    .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, n as usize))
             } {
                 z.header.clear_trailing_failures();
                 return 0;
@@ -329,6 +348,28 @@ unsafe extern "C" fn dequeue(
         // SAFETY: forwarded DPDK arguments.
         unsafe { dequeue_slow(mp, objs, n) }
     })
+}
+
+/// `dequeue` with the handler cache off (see [`enqueue_direct`]).
+#[inline(never)]
+unsafe fn dequeue_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    z: zone::Zone<'_>,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
+    // `enqueue`.
+    if unsafe {
+        z.core
+            .try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize))
+    } {
+        z.header.clear_trailing_failures();
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
 }
 
 /// Every dequeue the inlined fast path did not serve: more than 8 objects, a
@@ -343,14 +384,8 @@ unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_u
     };
     // SAFETY: DPDK passes room for `n` object pointers.
     let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
-    let lcore = sys::lcore_id();
-    // SAFETY: as in `enqueue` (see `enqueue_slow`).
-    if unsafe { z.core.try_get_direct(lcore, out) } {
-        z.header.clear_trailing_failures();
-        return 0;
-    }
     // SAFETY: as in `enqueue`.
-    match unsafe { z.core.get(lcore, out) } {
+    match unsafe { z.core.get(sys::lcore_id(), out) } {
         Ok(()) => {
             z.header.clear_trailing_failures();
             0
