@@ -36,7 +36,9 @@
 # --no-huge -m 512; one that cannot is a SKIP with the reason.
 #
 # Environment: PTR_RING_LIB (the handler .so), PTR_RING_EAL_ENV (a file like
-# build/eal-mem.env to use instead).
+# build/eal-mem.env to use instead), PTR_RING_PMDS_MEMIF_RSIZE (memif's
+# log2 ring size, default 10: what the zero-copy client keeps follows it,
+# e.g. 8 keeps at most 512).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,7 +53,7 @@ LIB=${PTR_RING_LIB:-$repo/target/release/librte_mempool_ptr_ring.so}
 dir=$repo/build/pmds
 mkdir -p "$dir"
 TRAFFIC_S=3
-MEMIF_LOG2_RING=10
+MEMIF_LOG2_RING=${PTR_RING_PMDS_MEMIF_RSIZE:-10}
 
 passed=0
 failed=0
