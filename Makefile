@@ -19,6 +19,7 @@ test: build
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
 		--test loom_ptr_ring --test loom_ring_room --test loom_pool
 	TEST_DPDK_SKIP_CARGO=1 bash scripts/test-dpdk.sh
+	bash scripts/test-pmds.sh
 	bash scripts/test-multiprocess.sh
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
