@@ -292,6 +292,40 @@ impl ChunkTable {
             _records_are_mutable: UnsafeCell::new(()),
         }
     }
+}
+
+/// The chunk table as its methods use it: the header, and a pointer to it
+/// whose provenance covers the pool's whole block. The records and the
+/// order array lie after the pool header, outside what a `&ChunkTable`
+/// covers, so they are reached from `at`, never from the reference.
+#[derive(Clone, Copy)]
+pub(crate) struct Chunks<'a> {
+    hdr: &'a ChunkTable,
+    at: *const u8,
+}
+
+impl core::ops::Deref for Chunks<'_> {
+    type Target = ChunkTable;
+    #[inline(always)]
+    fn deref(&self) -> &ChunkTable {
+        self.hdr
+    }
+}
+
+impl<'a> Chunks<'a> {
+    /// The table whose header is at `at`.
+    ///
+    /// # Safety
+    /// `at` points to an initialised table header inside the pool's block,
+    /// with provenance over the whole block, valid for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn new(at: *const ChunkTable) -> Chunks<'a> {
+        Chunks {
+            // SAFETY: the caller's guarantee.
+            hdr: unsafe { &*at },
+            at: at.cast(),
+        }
+    }
 
     /// Writes the order slots (atomics must be created with `new` for loom).
     ///
@@ -322,7 +356,8 @@ impl ChunkTable {
         debug_assert!(i < self.max_chunks);
         // SAFETY: the layout reserved `max_chunks` records at `entries_rel`.
         unsafe {
-            (self as *const Self as *mut u8)
+            self.at
+                .cast_mut()
                 .add(self.entries_rel)
                 .cast::<ChunkEntry>()
                 .add(i)
@@ -333,12 +368,7 @@ impl ChunkTable {
     fn order_ptr(&self, i: usize) -> *const AtomicU32 {
         debug_assert!(i < self.max_chunks);
         // SAFETY: the layout reserved `max_chunks` order slots at `order_rel`.
-        unsafe {
-            (self as *const Self as *const u8)
-                .add(self.order_rel)
-                .cast::<AtomicU32>()
-                .add(i)
-        }
+        unsafe { self.at.add(self.order_rel).cast::<AtomicU32>().add(i) }
     }
 
     #[inline(always)]

@@ -34,21 +34,22 @@
 //! * `populated == in_ring + in_caches + inflight` whenever no operation is
 //!   in progress (see [`crate::inflight`]).
 
+use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::config::{PoolConfig, PoolLayout};
-use crate::dma::{DeviceId, DeviceStats, DmaMapper, DmaTable};
+use crate::dma::{DeviceId, DeviceStats, Dma, DmaMapper, DmaTable};
 use crate::error::PoolError;
 use crate::inflight::{self, InflightSnapshot, SharedCounters, ACCOUNTING};
-use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, ChunkTable, Iova, ObjIndex, VirtAddr};
+use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, ChunkTable, Chunks, Iova, ObjIndex, VirtAddr};
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::{PtrRing, RingError};
 use crate::shutdown::{PollOutcome, PoolState, Shutdown, ShutdownStats};
 use crate::sync::{AtomicU64, Ordering};
-use crate::validation::{RejectKind, RejectStats, Validator};
+use crate::validation::{Bitmap, RejectKind, RejectStats, Validator};
 
 const POOL_MAGIC: u64 = 0x7072_5f70_6f6f_6c31; // "pr_pool1"
 
@@ -72,18 +73,38 @@ struct Header {
     layout: PoolLayout,
 }
 
-/// The pool, at the base of its block. Holds no pointers: every part is
+/// The pool: its block, header first. Holds no pointers: every part is
 /// found at an offset from the block's base, so every process mapping the
 /// block (at any address) can use it.
+///
+/// A dynamically sized type whose tail is the rest of the block: a
+/// `&PoolCore` covers the whole block, so the ring, the caches, the chunk
+/// records, the device slots and the bitmap are all reached through
+/// pointers derived from it (never from a reference to one of the header's
+/// parts, which would cover only that part).
 #[repr(C)]
 pub struct PoolCore {
     hdr: CachePadded<Header>,
     any: SharedCounters,
-    table: CachePadded<ChunkTable>,
-    dma: CachePadded<DmaTable>,
+    table_hdr: CachePadded<ChunkTable>,
+    dma_hdr: CachePadded<DmaTable>,
     shutdown: CachePadded<Shutdown>,
-    validator: Validator,
+    validator_hdr: Validator,
+    /// Everything after the header: ring, caches, tables. `UnsafeCell`
+    /// because it is written through shared references.
+    block: [UnsafeCell<u8>],
 }
+
+/// Bytes of the pool header (where the ring and the rest of the block
+/// begin, at the offsets of the layout). The last header field is padded
+/// to whole lines, so the tail starts right after it.
+pub const HEADER_BYTES: usize =
+    core::mem::offset_of!(PoolCore, validator_hdr) + core::mem::size_of::<Validator>();
+
+/// Alignment of the pool header (and of the block).
+pub(crate) const HEADER_ALIGN: usize = core::mem::align_of::<CachePadded<Header>>();
+
+const _: () = assert!(HEADER_BYTES.is_multiple_of(HEADER_ALIGN));
 
 // SAFETY: shared mutable state is atomic, or written under the chunk table's
 // lock (records, published by a Release store), or owned by one lcore
@@ -156,61 +177,70 @@ impl PoolCore {
     ///   it (gets objects from it), through any method, safe ones included.
     pub unsafe fn init<'a>(mem: NonNull<u8>, layout: &PoolLayout) -> &'a PoolCore {
         let base = mem.as_ptr();
-        let p = base.cast::<PoolCore>();
+        let p =
+            core::ptr::slice_from_raw_parts_mut(base, layout.bytes - HEADER_BYTES) as *mut PoolCore;
         let cfg = &layout.config;
         // SAFETY: only addresses are computed (no reference to the
         // uninitialised memory is made); they lie inside the block.
         let (table_at, dma_at, val_at) = unsafe {
             (
-                core::ptr::addr_of!((*p).table) as usize - base as usize,
-                core::ptr::addr_of!((*p).dma) as usize - base as usize,
-                core::ptr::addr_of!((*p).validator) as usize - base as usize,
+                core::ptr::addr_of!((*p).table_hdr) as usize - base as usize,
+                core::ptr::addr_of!((*p).dma_hdr) as usize - base as usize,
+                core::ptr::addr_of!((*p).validator_hdr) as usize - base as usize,
             )
         };
         // SAFETY: the caller guarantees `mem` is writable, aligned and holds
-        // `layout.bytes` bytes, which the layout made large enough for the
-        // header, the ring, the caches and the tables at their offsets.
+        // `layout.bytes` bytes, which the layout (only `PoolConfig::layout`
+        // makes one) made large enough for the header, the ring, the caches
+        // and the tables at their offsets. Each header field is written in
+        // place through the raw pointer.
         unsafe {
-            p.write(PoolCore {
-                hdr: CachePadded::new(Header {
-                    magic: AtomicU64::new(0),
-                    max_lcores: cfg.max_lcores as usize,
-                    fast_lcores: if cfg.validate {
-                        0
-                    } else {
-                        cfg.max_lcores as usize
-                    },
-                    caches_offset: layout.caches_offset,
-                    lcore_stride: layout.lcore_stride,
-                    ring_offset: layout.ring_offset,
-                    validate: cfg.validate,
-                    layout: *layout,
-                }),
-                any: SharedCounters::new(),
-                table: CachePadded::new(ChunkTable::new(
-                    cfg.max_chunks,
-                    layout.chunks_offset - table_at,
-                    layout.order_offset - table_at,
-                )),
-                dma: CachePadded::new(DmaTable::new(
-                    cfg.max_devices,
-                    layout.devices_offset - dma_at,
-                )),
-                shutdown: CachePadded::new(Shutdown::new(cfg.retry_period_ns, cfg.warn_period_ns)),
-                validator: Validator::new(layout.bitmap_words, layout.bitmap_offset - val_at),
-            });
+            core::ptr::addr_of_mut!((*p).hdr).write(CachePadded::new(Header {
+                magic: AtomicU64::new(0),
+                max_lcores: cfg.max_lcores as usize,
+                fast_lcores: if cfg.validate {
+                    0
+                } else {
+                    cfg.max_lcores as usize
+                },
+                caches_offset: layout.caches_offset,
+                lcore_stride: layout.lcore_stride,
+                ring_offset: layout.ring_offset,
+                validate: cfg.validate,
+                layout: *layout,
+            }));
+            core::ptr::addr_of_mut!((*p).any).write(SharedCounters::new());
+            core::ptr::addr_of_mut!((*p).table_hdr).write(CachePadded::new(ChunkTable::new(
+                cfg.max_chunks,
+                layout.chunks_offset - table_at,
+                layout.order_offset - table_at,
+            )));
+            core::ptr::addr_of_mut!((*p).dma_hdr).write(CachePadded::new(DmaTable::new(
+                cfg.max_devices,
+                layout.devices_offset - dma_at,
+            )));
+            core::ptr::addr_of_mut!((*p).shutdown).write(CachePadded::new(Shutdown::new(
+                cfg.retry_period_ns,
+                cfg.warn_period_ns,
+            )));
+            core::ptr::addr_of_mut!((*p).validator_hdr).write(Validator::new(
+                layout.bitmap_words,
+                layout.bitmap_offset - val_at,
+            ));
             let core = &*p;
-            core.table.init_arrays();
-            core.dma.init_slots();
-            core.validator.init_bitmap();
+            core.table().init_arrays();
+            core.dma().init_slots();
+            core.validator().init_bitmap();
             PtrRing::init(
                 NonNull::new_unchecked(base.add(layout.ring_offset)),
                 &layout.ring,
             );
             for i in 0..cfg.max_lcores as usize {
-                base.add(layout.caches_offset + i * layout.lcore_stride)
-                    .cast::<CachePadded<LcoreCache>>()
-                    .write(LcoreCache::new(layout.cache_size as u32));
+                LcoreCache::init(
+                    base.add(layout.caches_offset + i * layout.lcore_stride),
+                    layout.cache_size,
+                    layout.cache_size as u32,
+                );
             }
             // Release pairs with the Acquire load in `attach`: a process that
             // sees the magic sees an initialised pool.
@@ -223,20 +253,76 @@ impl PoolCore {
     /// process).
     ///
     /// # Safety
-    /// `mem` points to at least `size_of::<PoolCore>()` readable bytes
-    /// (checked by magic), initialised by [`PoolCore::init`] if the magic
-    /// matches, that outlive `'a`.
+    /// `mem` points to at least [`HEADER_BYTES`] readable bytes: the magic
+    /// is read through the raw pointer before any reference to the memory
+    /// is made. If it matches, `mem` holds a pool [`PoolCore::init`]
+    /// initialised, valid (with provenance over the whole block) for `'a`.
     #[inline]
     pub unsafe fn attach<'a>(mem: NonNull<u8>) -> Result<&'a PoolCore, PoolError> {
-        // SAFETY: the caller guarantees the header bytes are readable and live.
-        let core = unsafe { &*mem.as_ptr().cast::<PoolCore>() };
-        // Acquire pairs with the Release store at the end of `init`.
-        if core.hdr.magic.load(Ordering::Acquire) != POOL_MAGIC {
+        // The header is the first field (`repr(C)`) and `CachePadded` keeps
+        // its value at offset 0 (checked in this module's tests): the magic,
+        // the header's first field, is the block's first word.
+        let magic = mem.as_ptr().cast::<Header>();
+        // SAFETY: the caller guarantees the header bytes are readable; only
+        // the magic word is read, through a raw place. Acquire pairs with
+        // the Release store at the end of `init`.
+        let magic = unsafe { (*core::ptr::addr_of!((*magic).magic)).load(Ordering::Acquire) };
+        if magic != POOL_MAGIC {
             return Err(PoolError::NotAPool {
                 addr: mem.as_ptr() as usize,
             });
         }
-        Ok(core)
+        // SAFETY: the magic proves an initialised pool (caller's contract).
+        Ok(unsafe { Self::attach_unchecked(mem) })
+    }
+
+    /// The pool in `mem`, without checking the magic: for a caller that
+    /// already proved the pool initialised (the glue's inlined fast path
+    /// checks its own zone magic, stored after `init` returned).
+    ///
+    /// # Safety
+    /// `mem` holds a pool [`PoolCore::init`] initialised, valid (with
+    /// provenance over the whole block) for `'a`.
+    #[inline(always)]
+    pub unsafe fn attach_unchecked<'a>(mem: NonNull<u8>) -> &'a PoolCore {
+        let hdr = mem.as_ptr().cast::<Header>();
+        // SAFETY: an initialised header (caller's contract); read-only field.
+        let bytes = unsafe { (*core::ptr::addr_of!((*hdr).layout)).bytes };
+        let p = core::ptr::slice_from_raw_parts(mem.as_ptr().cast_const(), bytes - HEADER_BYTES)
+            as *const PoolCore;
+        // SAFETY: the caller's guarantee; the slice length makes the
+        // reference cover exactly the block.
+        unsafe { &*p }
+    }
+
+    /// A pointer to `part` (a field of the header) with the provenance of
+    /// the whole block, for the parts that reach past themselves.
+    #[inline(always)]
+    fn part<T>(&self, part: &T) -> *const T {
+        let off = part as *const T as usize - self.base() as usize;
+        // SAFETY: `part` is a field of `self`, so `off` is inside the block.
+        unsafe { self.base().add(off).cast() }
+    }
+
+    /// The chunk table, reaching its records and order array.
+    #[inline(always)]
+    fn table(&self) -> Chunks<'_> {
+        // SAFETY: initialised by `init`; `part` has the block's provenance.
+        unsafe { Chunks::new(self.part(&*self.table_hdr)) }
+    }
+
+    /// The DMA table, reaching its device slots.
+    #[inline(always)]
+    fn dma(&self) -> Dma<'_> {
+        // SAFETY: as in `table`.
+        unsafe { Dma::new(self.part(&*self.dma_hdr)) }
+    }
+
+    /// The validator, reaching its bitmap.
+    #[inline(always)]
+    fn validator(&self) -> Bitmap<'_> {
+        // SAFETY: as in `table`.
+        unsafe { Bitmap::new(self.part(&self.validator_hdr)) }
     }
 
     #[inline(always)]
@@ -272,9 +358,15 @@ impl PoolCore {
     /// The ring behind the caches.
     #[inline(always)]
     pub fn ring(&self) -> &PtrRing {
-        // SAFETY: `init` placed an initialised ring at `ring_offset`; it
-        // lives as long as the pool.
-        unsafe { &*self.base().add(self.hdr.ring_offset).cast::<PtrRing>() }
+        // SAFETY: `init` placed an initialised ring of `ring.slots` slots
+        // at `ring_offset`; it lives as long as the pool, and `base` has
+        // the whole block's provenance.
+        unsafe {
+            PtrRing::from_raw(
+                NonNull::new_unchecked(self.base().add(self.hdr.ring_offset).cast_mut()),
+                self.hdr.layout.ring.slots(),
+            )
+        }
     }
 
     /// The cache of `lcore`, or `None` for an id without one.
@@ -295,12 +387,14 @@ impl PoolCore {
     #[inline(always)]
     unsafe fn cache_at(&self, i: usize) -> &LcoreCache {
         // SAFETY: `i < max_lcores` (caller), and `init` placed `max_lcores`
-        // caches `lcore_stride` bytes apart from `caches_offset`.
+        // caches of `cache_size` slots `lcore_stride` bytes apart from
+        // `caches_offset`; `base` has the whole block's provenance.
         unsafe {
-            &*self
-                .base()
-                .add(self.hdr.caches_offset + i * self.hdr.lcore_stride)
-                .cast::<LcoreCache>()
+            LcoreCache::from_raw(
+                self.base()
+                    .add(self.hdr.caches_offset + i * self.hdr.lcore_stride),
+                self.hdr.layout.cache_size,
+            )
         }
     }
 
@@ -366,7 +460,7 @@ impl PoolCore {
     }
 
     fn after_release(&self, objs: &[*mut c_void]) -> PoolError {
-        self.validator.count(RejectKind::AfterRelease, objs.len());
+        self.validator().count(RejectKind::AfterRelease, objs.len());
         PoolError::Rejected {
             requested: objs.len(),
             rejected: objs.len(),
@@ -431,7 +525,7 @@ impl PoolCore {
         for &o in objs {
             let verdict = match self.owns(o) {
                 None => Err(RejectKind::Foreign),
-                Some(idx) if self.validator.mark_home(idx) => Ok(()),
+                Some(idx) if self.validator().mark_home(idx) => Ok(()),
                 Some(_) => Err(RejectKind::DoubleFree),
             };
             match verdict {
@@ -450,7 +544,7 @@ impl PoolCore {
                     }
                 }
                 Err(kind) => {
-                    self.validator.count(kind, 1);
+                    self.validator().count(kind, 1);
                     rejected += 1;
                     first.get_or_insert((kind, o));
                 }
@@ -482,7 +576,7 @@ impl PoolCore {
         if r.is_err() {
             for &o in batch {
                 if let Some(idx) = self.owns(o) {
-                    self.validator.mark_out(idx);
+                    self.validator().mark_out(idx);
                 }
             }
         }
@@ -628,7 +722,7 @@ impl PoolCore {
         unsafe { self.get_unvalidated(lcore, out) }?;
         for &o in out.iter() {
             if let Some(idx) = self.owns(o) {
-                self.validator.mark_out(idx);
+                self.validator().mark_out(idx);
             }
         }
         Ok(())
@@ -654,7 +748,7 @@ impl PoolCore {
 
     /// Objects registered with [`register_chunk`](PoolCore::register_chunk).
     pub fn populated(&self) -> usize {
-        self.table.registered()
+        self.table().registered()
     }
 
     /// The hold/release counters, read in release-safe order.
@@ -682,7 +776,7 @@ impl PoolCore {
         let snap = self.inflight_snapshot();
         let in_ring = self.ring().len();
         let in_caches = self.in_caches();
-        let (dma_maps, dma_unmaps) = self.dma.totals();
+        let (dma_maps, dma_unmaps) = self.dma().totals();
         PoolStats {
             objects: self.objects(),
             populated: snap.populated,
@@ -695,12 +789,12 @@ impl PoolCore {
             },
             hold: snap.hold,
             release: snap.release,
-            chunks: self.table.len(),
-            devices: self.dma.attached(),
+            chunks: self.table().len(),
+            devices: self.dma().attached(),
             dma_maps,
             dma_unmaps,
             state: self.state(),
-            rejected: self.validator.stats(),
+            rejected: self.validator().stats(),
             shutdown: self.shutdown.stats(),
             cache_size: self.cache_size(),
             max_lcores: self.max_lcores(),
@@ -757,40 +851,40 @@ impl PoolCore {
                 state,
             });
         }
-        self.table.insert(&spec, self.objects())
+        self.table().insert(&spec, self.objects())
     }
 
     /// The chunk record `id`.
     pub fn chunk(&self, id: ChunkId) -> Option<ChunkInfo> {
-        self.table.get(id)
+        self.table().get(id)
     }
 
     /// Chunk records so far.
     pub fn chunks(&self) -> usize {
-        self.table.len()
+        self.table().len()
     }
 
     /// Bound on chunk records.
     pub fn max_chunks(&self) -> usize {
-        self.table.max_chunks()
+        self.table().max_chunks()
     }
 
     /// The chunk containing `addr`. O(log chunks), lockless.
     pub fn chunk_of<T>(&self, addr: *const T) -> Option<ChunkInfo> {
-        self.table.find(VirtAddr::of(addr))
+        self.table().find(VirtAddr::of(addr))
     }
 
     /// The IOVA of `addr` (any byte of a recorded chunk that has an IOVA).
     pub fn iova_of<T>(&self, addr: *const T) -> Option<Iova> {
         let a = VirtAddr::of(addr);
-        self.table.find(a)?.iova_of(a)
+        self.table().find(a)?.iova_of(a)
     }
 
     /// `Some(index)` if `obj` is exactly one of the pool's objects.
     #[inline]
     pub fn owns<T>(&self, obj: *const T) -> Option<ObjIndex> {
         let a = VirtAddr::of(obj);
-        self.table.find(a)?.object_index(a)
+        self.table().find(a)?.object_index(a)
     }
 
     /// In validation mode, whether the object is home (ring or cache).
@@ -799,7 +893,7 @@ impl PoolCore {
         if !self.hdr.validate {
             return None;
         }
-        Some(self.validator.is_home(self.owns(obj)?))
+        Some(self.validator().is_home(self.owns(obj)?))
     }
 
     // ----------------------------------------------------------------- DMA
@@ -818,7 +912,7 @@ impl PoolCore {
                 state,
             });
         }
-        self.dma.attach(device, &self.table, mapper)
+        self.dma().attach(device, self.table(), mapper)
     }
 
     /// Maps chunks registered since the last attach/sync for every attached
@@ -831,7 +925,7 @@ impl PoolCore {
                 state,
             });
         }
-        self.dma.sync(&self.table, mapper)
+        self.dma().sync(self.table(), mapper)
     }
 
     /// Unmaps everything mapped for `device` and retires it for good (it is
@@ -841,12 +935,12 @@ impl PoolCore {
         device: DeviceId,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
-        self.dma.remove(device, &self.table, mapper)
+        self.dma().remove(device, self.table(), mapper)
     }
 
     /// Counters of `device`, if it was ever attached.
     pub fn device_stats(&self, device: DeviceId) -> Option<DeviceStats> {
-        self.dma.device(device)
+        self.dma().device(device)
     }
 
     // ------------------------------------------------------------ shutdown
@@ -914,7 +1008,7 @@ impl PoolCore {
         if self.state() == PoolState::Released {
             return Ok(PollOutcome::AlreadyReleased);
         }
-        let unmapped = match self.dma.remove(device, &self.table, mapper) {
+        let unmapped = match self.dma().remove(device, self.table(), mapper) {
             Err(PoolError::UnknownDevice { .. }) => Ok(0),
             r => r,
         };
@@ -945,7 +1039,7 @@ impl PoolCore {
         }
         PollOutcome::Released {
             waited_ns: self.shutdown.waited(now),
-            dma: self.dma.release_all(&self.table, mapper),
+            dma: self.dma().release_all(self.table(), mapper),
         }
     }
 
@@ -964,22 +1058,29 @@ impl PoolCore {
         let ring_slots = self.ring().slots();
         // SAFETY: all written by `init`; the caller guarantees no further use.
         unsafe {
-            let ring = base.add(self.hdr.ring_offset).cast::<PtrRing>();
-            let slots = ring.add(1).cast::<crate::sync::AtomicUsize>();
+            let ring = base.add(self.hdr.ring_offset);
+            let slots = ring
+                .add(crate::ptr_ring::HEADER_BYTES)
+                .cast::<crate::sync::AtomicUsize>();
             for i in 0..ring_slots {
                 core::ptr::drop_in_place(slots.add(i));
             }
-            core::ptr::drop_in_place(ring);
+            crate::ptr_ring::drop_header_in_place(ring);
             for i in 0..self.hdr.max_lcores {
-                core::ptr::drop_in_place(
-                    base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride)
-                        .cast::<CachePadded<LcoreCache>>(),
+                LcoreCache::drop_in_place(
+                    base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride),
                 );
             }
-            self.table.drop_arrays();
-            self.dma.drop_slots();
-            self.validator.drop_bitmap();
-            core::ptr::drop_in_place(base.cast::<PoolCore>());
+            self.table().drop_arrays();
+            self.dma().drop_slots();
+            self.validator().drop_bitmap();
+            let p = self as *const PoolCore as *mut PoolCore;
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).any));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).table_hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).dma_hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).shutdown));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).validator_hdr));
         }
     }
 }
@@ -1045,9 +1146,11 @@ impl HeapPool {
 
 impl core::ops::Deref for HeapPool {
     type Target = PoolCore;
+    #[inline(always)]
     fn deref(&self) -> &PoolCore {
-        // SAFETY: initialised in `new`, freed only in `drop`.
-        unsafe { &*self.mem.as_ptr().cast::<PoolCore>() }
+        // SAFETY: initialised in `new`, freed only in `drop`; `mem` comes
+        // from the allocator and covers the whole block.
+        unsafe { PoolCore::attach_unchecked(self.mem) }
     }
 }
 

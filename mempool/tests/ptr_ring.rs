@@ -21,10 +21,10 @@ fn idx(p: *mut c_void) -> usize {
 fn layout_holds_capacity_plus_batch_lag() {
     for cap in [1, 2, 3, 63, 64, 65, 1000, 4096, 262_144] {
         let l = RingLayout::for_capacity(cap).unwrap();
-        assert!(l.slots.is_power_of_two());
-        assert!(l.slots >= cap + l.batch - 1, "{l:?}");
-        assert_eq!(l.batch, if cap >= 64 { 16 } else { 1 });
-        assert!(l.bytes >= l.slots * 8);
+        assert!(l.slots().is_power_of_two());
+        assert!(l.slots() >= cap + l.batch() - 1, "{l:?}");
+        assert_eq!(l.batch(), if cap >= 64 { 16 } else { 1 });
+        assert!(l.bytes() >= l.slots() * 8);
     }
     assert!(RingLayout::for_capacity(0).is_none());
     assert!(RingLayout::with_batch(4, 5).is_none());

@@ -26,7 +26,7 @@ fn cfg(validate: bool) -> PoolConfig {
 fn off_by_default() {
     let c = PoolConfig::new(10);
     assert!(!c.validate);
-    assert_eq!(c.layout().unwrap().bitmap_words, 0);
+    assert_eq!(c.layout().unwrap().bitmap_words(), 0);
     let pool = populated_pool(cfg(false), 0);
     assert!(!pool.validating());
     assert_eq!(pool.is_home(obj(0)), None);
