@@ -852,22 +852,37 @@ impl PtrRing {
         }
     }
 
-    /// Number of objects in the ring. Exact when no operation is in progress;
-    /// under concurrency a value the ring held at some instant between the
-    /// two loads, never above the slot count. Lockless, in every mode.
+    /// Number of objects in the ring. Exact when no operation is in
+    /// progress; under concurrency a count the ring really held (an enqueue
+    /// in progress counts as done) at an instant during the call, so never
+    /// above the slot count. Lockless, in every mode; retries while
+    /// producers move `seq` under it.
+    ///
+    /// Reading `head` then `seq` once is no snapshot: between the two loads
+    /// an object can go round the ring many times, and `seq - head` then
+    /// counts it on every lap. Here `seq` is read on both sides of `head`:
+    /// when both reads agree, no enqueue completed in between, so at the
+    /// instant `head` was read the ring held `seq - head` objects.
     #[inline]
     pub fn len(&self) -> usize {
-        // Acquire pairs with the Release store of `head` in `consume`; that
-        // store follows (through the Release fill it consumed) the producer's
-        // `seq` store, so `seq` read next is never behind `h`.
-        let h = self.hdr.consumer.head.load(Ordering::Acquire);
-        // Relaxed: ordered by the Acquire `head` load above (pairs with the
-        // Relaxed `seq` store in `enqueue_bulk` through the chain described
-        // there).
-        let p = self.hdr.producer.seq.load(Ordering::Relaxed);
-        let n = p.wrapping_sub(h);
-        debug_assert!(n <= self.slots(), "ptr_ring len {n} above slot count");
-        n.min(self.slots())
+        loop {
+            // Acquire pairs with the Release `head` store in `consume`
+            // through the chain in `enqueue_bulk` (the producer that
+            // reused a slot read its clear, which follows that store).
+            let p = self.hdr.producer.seq.load(Ordering::Acquire);
+            // Acquire pairs with the Release store of `head` in `consume`:
+            // the consumer read the fills below `h`, which follow the
+            // producer's `seq` stores, so the `seq` read next is not
+            // behind `h`.
+            let h = self.hdr.consumer.head.load(Ordering::Acquire);
+            // Relaxed: ordered after the Acquire `head` load above.
+            let p2 = self.hdr.producer.seq.load(Ordering::Relaxed);
+            let n = p2.wrapping_sub(h);
+            if p == p2 && n <= self.slots() {
+                return n;
+            }
+            spin_hint();
+        }
     }
 }
 

@@ -270,3 +270,52 @@ fn stress_1p1c_every_object_exactly_once() {
     };
     stress(1, 1, total);
 }
+
+/// `len` is a snapshot: one object circulates through a 4-slot ring
+/// between two threads while a third reads `len`, which must never exceed
+/// 1 (reading `head` then `seq` once counted the object on every lap it
+/// made between the two loads: up to 4, and a debug-build panic).
+#[test]
+fn len_is_a_snapshot_while_one_object_circulates() {
+    let (reads, laps): (usize, usize) = if cfg!(miri) {
+        (100, 50)
+    } else {
+        (200_000, 200_000)
+    };
+    let r = Arc::new(HeapRing::new(RingLayout::with_batch(4, 1).unwrap()));
+    let moved = Arc::new(AtomicUsize::new(0));
+    assert_eq!(r.slots(), 4);
+    r.enqueue_bulk(&[obj(0)]).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let movers: Vec<_> = (0..2)
+        .map(|_| {
+            let (r, stop, moved) = (r.clone(), stop.clone(), moved.clone());
+            std::thread::spawn(move || {
+                let mut o = [core::ptr::null_mut()];
+                while !stop.load(Ordering::Relaxed) {
+                    if r.dequeue_bulk(&mut o).is_ok() {
+                        r.enqueue_bulk(&o).unwrap();
+                        moved.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut max = 0;
+    let mut i = 0;
+    while i < reads || moved.load(Ordering::Relaxed) < laps {
+        max = max.max(r.len());
+        i += 1;
+        if cfg!(miri) {
+            std::thread::yield_now();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for m in movers {
+        m.join().unwrap();
+    }
+    assert!(max <= 1, "len {max} with one object in the ring");
+    assert_eq!(r.len(), 1);
+}
