@@ -538,7 +538,12 @@ impl PoolCore {
                         // reach inflight 0 and be released under the rest
                         // of the loop (which still reads the validator).
                         // SAFETY: forwarded caller contract.
-                        unsafe { self.put_checked_batch(lcore, &buf[..k - 1]) }?;
+                        if let Err(e) = unsafe { self.put_checked_batch(lcore, &buf[..k - 1]) } {
+                            // The held-back object was marked home but goes
+                            // nowhere: out again, like the batch.
+                            self.mark_out_all(&buf[k - 1..k]);
+                            return Err(e);
+                        }
                         buf[0] = buf[k - 1];
                         k = 1;
                     }
@@ -574,13 +579,18 @@ impl PoolCore {
         // SAFETY: forwarded caller contract.
         let r = unsafe { self.put_unvalidated(lcore, batch) };
         if r.is_err() {
-            for &o in batch {
-                if let Some(idx) = self.owns(o) {
-                    self.validator().mark_out(idx);
-                }
-            }
+            self.mark_out_all(batch);
         }
         r
+    }
+
+    /// Marks accepted objects out again (their insertion failed).
+    fn mark_out_all(&self, objs: &[*mut c_void]) {
+        for &o in objs {
+            if let Some(idx) = self.owns(o) {
+                self.validator().mark_out(idx);
+            }
+        }
     }
 
     // ----------------------------------------------------------------- get
