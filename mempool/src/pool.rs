@@ -961,10 +961,32 @@ impl PoolCore {
         self.shutdown.state()
     }
 
+    /// Closes every cache to puts (limit 0). Called before the state
+    /// leaves `Active`: the Relaxed limit stores are published by the
+    /// Release half of that state CAS, so a put that happens-after the
+    /// state change (in particular one ordered after `Released`) reads
+    /// limit 0, misses the fast path and reaches a path that checks the
+    /// state.
     fn close_caches(&self) {
         for c in self.caches() {
             c.close();
         }
+        self.shutdown.touch();
+    }
+
+    /// Runs `f` as the one shutdown driver, or returns `busy` when another
+    /// driver call holds the token (or the pool was released: the call
+    /// that released it never gives the token back, so nothing gets past
+    /// it once the memory may be freed).
+    fn drive<R>(&self, busy: impl FnOnce(PoolState) -> R, f: impl FnOnce() -> (R, bool)) -> R {
+        if !self.shutdown.claim_driver() {
+            return busy(self.state());
+        }
+        let (r, released) = f();
+        if !released {
+            self.shutdown.release_driver();
+        }
+        r
     }
 
     /// Starts shutdown: closes the caches (every later put goes to the
@@ -976,16 +998,52 @@ impl PoolCore {
     /// cache cannot see the state. Use
     /// [`drain_quiescent`](PoolCore::drain_quiescent) when the application
     /// is known to be quiescent, to also empty every cache at once.
+    ///
+    /// One driver at a time (see [`poll`](PoolCore::poll)): a call racing
+    /// another driver call returns [`PollOutcome::Busy`] having done
+    /// nothing.
     pub fn begin_drain(
         &self,
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
-        if self.shutdown.close(PoolState::Draining, now)? == PoolState::Released {
-            return Ok(PollOutcome::AlreadyReleased);
+        self.drive(
+            |state| Self::busy("drain", state),
+            || {
+                if let Err(e) = self.close_as(PoolState::Draining, now) {
+                    return (Err(e), false);
+                }
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (Ok(out), released)
+            },
+        )
+    }
+
+    /// What a driver call refused by the token returns.
+    fn busy(op: &'static str, state: PoolState) -> Result<PollOutcome, PoolError> {
+        match state {
+            PoolState::Released => Err(PoolError::WrongState { op, state }),
+            _ => Ok(PollOutcome::Busy),
+        }
+    }
+
+    /// Closes the caches, then moves the state to `to` (the driver holds
+    /// the token).
+    fn close_as(&self, to: PoolState, now: u64) -> Result<PoolState, PoolError> {
+        if self.state() == PoolState::Released {
+            let op = if to == PoolState::Orphaned {
+                "orphan"
+            } else {
+                "drain"
+            };
+            return Err(PoolError::WrongState {
+                op,
+                state: PoolState::Released,
+            });
         }
         self.close_caches();
-        Ok(self.poll(now, mapper))
+        self.shutdown.close(to, now)
     }
 
     /// [`begin_drain`](PoolCore::begin_drain), then flushes every cache.
@@ -997,11 +1055,21 @@ impl PoolCore {
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
-        self.shutdown.close(PoolState::Draining, now)?;
-        self.close_caches();
-        // SAFETY: forwarded caller contract.
-        unsafe { self.flush_all_quiescent() }?;
-        Ok(self.poll(now, mapper))
+        self.drive(
+            |state| Self::busy("drain", state),
+            || {
+                if let Err(e) = self.close_as(PoolState::Draining, now) {
+                    return (Err(e), false);
+                }
+                // SAFETY: forwarded caller contract.
+                if let Err(e) = unsafe { self.flush_all_quiescent() } {
+                    return (Err(e), false);
+                }
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (Ok(out), released)
+            },
+        )
     }
 
     /// The forced path for a device that disappeared: unmaps its DMA
@@ -1015,26 +1083,59 @@ impl PoolCore {
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
-        if self.state() == PoolState::Released {
-            return Ok(PollOutcome::AlreadyReleased);
-        }
-        let unmapped = match self.dma().remove(device, self.table(), mapper) {
-            Err(PoolError::UnknownDevice { .. }) => Ok(0),
-            r => r,
-        };
-        if self.shutdown.close(PoolState::Orphaned, now)? == PoolState::Released {
-            return Ok(PollOutcome::AlreadyReleased);
-        }
-        self.close_caches();
-        let outcome = self.poll(now, mapper);
-        unmapped.map(|_| outcome)
+        self.drive(
+            |state| match state {
+                PoolState::Released => Ok(PollOutcome::AlreadyReleased),
+                _ => Ok(PollOutcome::Busy),
+            },
+            || {
+                if self.state() == PoolState::Released {
+                    return (Ok(PollOutcome::AlreadyReleased), false);
+                }
+                let unmapped = match self.dma().remove(device, self.table(), mapper) {
+                    Err(PoolError::UnknownDevice { .. }) => Ok(0),
+                    r => r,
+                };
+                if let Err(e) = self.close_as(PoolState::Orphaned, now) {
+                    return (Err(e), false);
+                }
+                let outcome = self.poll_driver(now, mapper);
+                let released = matches!(outcome, PollOutcome::Released { .. });
+                (unmapped.map(|_| outcome), released)
+            },
+        )
     }
 
     /// One step of the deferred release: releases the pool when no object
     /// is out (exactly one call ever gets [`PollOutcome::Released`], and it
     /// unmaps the devices still attached), otherwise says when to poll again
     /// and whether to warn.
+    ///
+    /// **One driver at a time.** `begin_drain`, `drain_quiescent`, `orphan`
+    /// and `poll` take a driver token: a call racing another one returns
+    /// [`PollOutcome::Busy`] having touched nothing but the token, and the
+    /// call that releases the pool keeps the token, so no later driver call
+    /// gets past it. The caller that got `Released` may free the memory
+    /// once no other call on the pool can still start (e.g. one alarm or
+    /// thread drives shutdown): the token shortens a racing caller's touch
+    /// to one CAS, it cannot make a call that starts after the free safe.
     pub fn poll(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        self.drive(
+            |state| match state {
+                PoolState::Released => PollOutcome::AlreadyReleased,
+                _ => PollOutcome::Busy,
+            },
+            || {
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (out, released)
+            },
+        )
+    }
+
+    /// [`poll`](PoolCore::poll) for the token holder.
+    fn poll_driver(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        self.shutdown.touch();
         match self.state() {
             PoolState::Active => return PollOutcome::NotDraining,
             PoolState::Released => return PollOutcome::AlreadyReleased,
@@ -1096,9 +1197,17 @@ impl PoolCore {
 }
 
 /// A pool on the Rust heap, for tests, benchmarks and users outside DPDK.
+///
+/// Made with [`HeapPool::new_freeing`], it frees its block as soon as one of
+/// its own driver methods (`begin_drain`, `drain_quiescent`, `orphan`,
+/// `poll`, which shadow `PoolCore`'s) returns [`PollOutcome::Released`], as
+/// a DPDK application frees the memzone: a touch after release is then a
+/// use after free that Miri and valgrind report.
 pub struct HeapPool {
     mem: NonNull<u8>,
     alloc: std::alloc::Layout,
+    free_on_release: bool,
+    freed: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the pool it owns is `Sync`; the allocation is not thread-affine.
@@ -1145,7 +1254,89 @@ impl HeapPool {
         // owned by the returned value until `drop`; the single-sided
         // contract is our caller's (this function's own contract).
         unsafe { PoolCore::init(mem, &layout) };
-        Ok(HeapPool { mem, alloc })
+        Ok(HeapPool {
+            mem,
+            alloc,
+            free_on_release: false,
+            freed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// [`HeapPool::new`] for a pool that frees its block at release (see
+    /// the type's documentation).
+    ///
+    /// # Safety
+    /// Once a driver method of the returned value returned
+    /// [`PollOutcome::Released`], nothing uses the pool any more (no
+    /// method, no dereference, on any thread) except dropping it.
+    pub unsafe fn new_freeing(config: &PoolConfig) -> Result<HeapPool, PoolError> {
+        let mut p = Self::new(config)?;
+        p.free_on_release = true;
+        Ok(p)
+    }
+
+    /// Frees the block when `out` is the release and the pool frees at
+    /// release.
+    fn after(&self, out: &PollOutcome) {
+        if !self.free_on_release || !matches!(out, PollOutcome::Released { .. }) {
+            return;
+        }
+        // Relaxed: only this value's own methods read it (`drop`, which
+        // runs after every other use).
+        self.freed.store(true, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(loom)]
+        (**self).shutdown.mark_freed();
+        #[cfg(not(loom))]
+        // SAFETY: allocated in `new` with this layout; released, so by
+        // `new_freeing`'s contract nothing uses the pool any more.
+        unsafe {
+            std::alloc::dealloc(self.mem.as_ptr(), self.alloc)
+        };
+    }
+
+    /// [`PoolCore::poll`], then the free at release ([`HeapPool::new_freeing`]).
+    pub fn poll(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        let out = (**self).poll(now, mapper);
+        self.after(&out);
+        out
+    }
+
+    /// [`PoolCore::begin_drain`], then the free at release.
+    pub fn begin_drain(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        let out = (**self).begin_drain(now, mapper)?;
+        self.after(&out);
+        Ok(out)
+    }
+
+    /// [`PoolCore::drain_quiescent`], then the free at release.
+    ///
+    /// # Safety
+    /// As [`PoolCore::drain_quiescent`].
+    pub unsafe fn drain_quiescent(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        // SAFETY: forwarded caller contract.
+        let out = unsafe { (**self).drain_quiescent(now, mapper) }?;
+        self.after(&out);
+        Ok(out)
+    }
+
+    /// [`PoolCore::orphan`], then the free at release.
+    pub fn orphan(
+        &self,
+        device: DeviceId,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        let out = (**self).orphan(device, now, mapper)?;
+        self.after(&out);
+        Ok(out)
     }
 
     /// The block's base address (what [`PoolCore::attach`] takes).
@@ -1166,6 +1357,10 @@ impl core::ops::Deref for HeapPool {
 
 impl Drop for HeapPool {
     fn drop(&mut self) {
+        #[cfg(not(loom))]
+        if *self.freed.get_mut() {
+            return;
+        }
         #[cfg(loom)]
         // SAFETY: we own the pool and nothing uses it after this.
         unsafe {

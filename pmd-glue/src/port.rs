@@ -225,6 +225,11 @@ pub unsafe fn shutdown_ports(
                 std::thread::sleep(Duration::from_millis(1));
                 outcome = z.core.poll(now_ns(), &mut mapper);
             }
+            PollOutcome::Busy => {
+                // Another driver call (another process) is in progress.
+                std::thread::sleep(Duration::from_millis(1));
+                outcome = z.core.poll(now_ns(), &mut mapper);
+            }
             other @ (PollOutcome::AlreadyReleased | PollOutcome::NotDraining) => {
                 // Someone else released or re-activated it: not ours to free.
                 log!(
@@ -326,7 +331,8 @@ unsafe extern "C" fn deferred_release(arg: *mut c_void) {
         };
         let retry_us = (z.core.retry_period_ns() / 1000).max(1);
         let mut mapper = EthDmaMapper::default();
-        match z.core.poll(now_ns(), &mut mapper) {
+        let outcome = z.core.poll(now_ns(), &mut mapper);
+        match outcome {
             PollOutcome::Released { waited_ns, .. } => {
                 log!(
                     Level::Notice,
@@ -363,10 +369,10 @@ unsafe extern "C" fn deferred_release(arg: *mut c_void) {
                     pool_name(mp)
                 );
             }
-            PollOutcome::Waiting { inflight, .. } => {
+            PollOutcome::Busy | PollOutcome::Waiting { .. } => {
                 log!(
                     Level::Debug,
-                    "pool {}: deferred release: {inflight} inflight",
+                    "pool {}: deferred release: {outcome:?}",
                     pool_name(mp)
                 );
                 if let Err(e) = arm(mp, retry_us) {
