@@ -279,8 +279,13 @@ impl<'a> Dma<'a> {
         device: DeviceId,
         chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
+        state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
+        // Under the lock the final release also takes before it unmaps:
+        // either the release sees this device, or this call sees the
+        // release and maps nothing.
+        state_ok()?;
         let i = match self.find(device) {
             Some(i) => {
                 if self.slot(i).state.load(Ordering::Relaxed) == SLOT_REMOVED {
@@ -311,8 +316,11 @@ impl<'a> Dma<'a> {
         &self,
         chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
+        state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
+        // Under the lock, as in `attach`.
+        state_ok()?;
         let mut n = 0;
         for i in 0..self.max_devices {
             if self.slot(i).state.load(Ordering::Relaxed) == SLOT_ATTACHED {

@@ -327,6 +327,12 @@ impl<'a> Chunks<'a> {
         }
     }
 
+    /// Holds registrations off (the table lock) while the final release
+    /// decides, so a registration is either counted or refused.
+    pub(crate) fn hold_registrations(&self) -> crate::sync::SpinGuard<'a> {
+        self.hdr.lock.lock()
+    }
+
     /// Writes the order slots (atomics must be created with `new` for loom).
     ///
     /// # Safety
@@ -417,6 +423,7 @@ impl<'a> Chunks<'a> {
         &self,
         spec: &ChunkSpec,
         max_objects: usize,
+        state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<ChunkInfo, PoolError> {
         let bad = PoolError::BadChunk {
             va: spec.va,
@@ -438,6 +445,9 @@ impl<'a> Chunks<'a> {
             return Err(bad);
         }
         let _guard = self.lock.lock();
+        // Under the lock the final release holds while it reads inflight:
+        // either the release counts these objects, or this call sees it.
+        state_ok()?;
         // Relaxed: `count` and `registered` are only written under the lock we hold.
         let n = self.count.load(Ordering::Relaxed);
         if n >= self.max_chunks {

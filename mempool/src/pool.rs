@@ -854,14 +854,23 @@ impl PoolCore {
     /// object while populating): then `populated = ring + caches + inflight`
     /// holds at every step, and validation knows the objects.
     pub fn register_chunk(&self, spec: ChunkSpec) -> Result<ChunkInfo, PoolError> {
+        self.table().insert(&spec, self.objects(), || {
+            self.require("register_chunk", |s| s == PoolState::Active)
+        })
+    }
+
+    /// `Ok` if the state passes `ok`, else `WrongState` for `op`.
+    fn require(
+        &self,
+        op: &'static str,
+        ok: impl FnOnce(PoolState) -> bool,
+    ) -> Result<(), PoolError> {
         let state = self.state();
-        if state != PoolState::Active {
-            return Err(PoolError::WrongState {
-                op: "register_chunk",
-                state,
-            });
+        if ok(state) {
+            Ok(())
+        } else {
+            Err(PoolError::WrongState { op, state })
         }
-        self.table().insert(&spec, self.objects())
     }
 
     /// The chunk record `id`.
@@ -915,27 +924,17 @@ impl PoolCore {
         device: DeviceId,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
-        let state = self.state();
-        if state != PoolState::Active {
-            return Err(PoolError::WrongState {
-                op: "dma_attach",
-                state,
-            });
-        }
-        self.dma().attach(device, self.table(), mapper)
+        self.dma().attach(device, self.table(), mapper, || {
+            self.require("dma_attach", |s| s == PoolState::Active)
+        })
     }
 
     /// Maps chunks registered since the last attach/sync for every attached
     /// device. Call after registering chunks on a pool with devices.
     pub fn dma_sync(&self, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
-        let state = self.state();
-        if state == PoolState::Released {
-            return Err(PoolError::WrongState {
-                op: "dma_sync",
-                state,
-            });
-        }
-        self.dma().sync(self.table(), mapper)
+        self.dma().sync(self.table(), mapper, || {
+            self.require("dma_sync", |s| s != PoolState::Released)
+        })
     }
 
     /// Unmaps everything mapped for `device` and retires it for good (it is
@@ -1141,13 +1140,20 @@ impl PoolCore {
             PoolState::Released => return PollOutcome::AlreadyReleased,
             PoolState::Draining | PoolState::Orphaned => {}
         }
-        let inflight = self.inflight();
-        if inflight > 0 {
-            return self.shutdown.wait(now, inflight);
+        {
+            // No registration between the inflight read and the release
+            // (see `register_chunk`).
+            let _registrations = self.table().hold_registrations();
+            let inflight = self.inflight();
+            if inflight > 0 {
+                return self.shutdown.wait(now, inflight);
+            }
+            if !self.shutdown.try_release() {
+                return PollOutcome::AlreadyReleased;
+            }
         }
-        if !self.shutdown.try_release() {
-            return PollOutcome::AlreadyReleased;
-        }
+        // `release_all` takes the DMA lock, which `dma_attach` / `dma_sync`
+        // hold while they check the state and map.
         PollOutcome::Released {
             waited_ns: self.shutdown.waited(now),
             dma: self.dma().release_all(self.table(), mapper),

@@ -320,3 +320,63 @@ fn two_pollers_on_a_freeing_pool() {
         }
     });
 }
+
+/// Counts live mappings across threads (each thread has its own mapper,
+/// as each process has its own `rte_dev_dma_map` calls).
+struct LiveMapper(Arc<AtomicUsize>);
+
+impl mempool::DmaMapper for LiveMapper {
+    fn map(&mut self, _: mempool::DeviceId, _: &mempool::ChunkInfo) -> Result<(), i32> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn unmap(&mut self, _: mempool::DeviceId, _: &mempool::ChunkInfo) -> Result<(), i32> {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A device attach races the final release: either the release unmaps
+/// what the attach mapped, or the attach maps nothing. With the state
+/// checked before the DMA lock, the attach could map after the release had
+/// unmapped everything: a mapping never undone.
+#[test]
+fn dma_attach_races_the_final_release() {
+    check("dma_attach_races_the_final_release", || {
+        let pool = HeapPool::new(&PoolConfig {
+            max_lcores: 0,
+            max_chunks: 1,
+            max_devices: 1,
+            ..PoolConfig::new(1)
+        })
+        .unwrap();
+        pool.register_chunk(ChunkSpec {
+            va: VirtRange::new(VirtAddr(BASE), STRIDE),
+            iova: None,
+            first: VirtAddr(BASE),
+            stride: STRIDE,
+            count: 1,
+        })
+        .unwrap();
+        pool.put_any(&[obj(0)]).unwrap();
+        let pool = Arc::new(pool);
+        let live = Arc::new(AtomicUsize::new(0));
+        let attach = {
+            let (pool, live) = (Arc::clone(&pool), Arc::clone(&live));
+            thread::spawn(move || {
+                let _ = pool.dma_attach(mempool::DeviceId(1), &mut LiveMapper(live));
+            })
+        };
+        // Nothing out: the drain releases at once (and unmaps).
+        let out = pool
+            .begin_drain(0, &mut LiveMapper(Arc::clone(&live)))
+            .unwrap();
+        assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+        attach.join().unwrap();
+        assert_eq!(
+            live.load(Ordering::Relaxed),
+            0,
+            "a mapping outlived the release"
+        );
+    });
+}
