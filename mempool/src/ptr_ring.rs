@@ -600,14 +600,17 @@ impl PtrRing {
         if busy != 0 {
             return Err(RingError::NoSpace { requested: n });
         }
-        // Relaxed, published before the fills, so a consumer can never be
-        // seen ahead of `seq` (keeps `len` non-negative): pairs, through the
-        // Release fills below and the consumer's Release `head` store in
-        // `consume`, with the Acquire `head` load in `len`.
+        // Published before the fills, so a consumer can never be seen ahead
+        // of `seq` (pairs, through the Release fills below and the
+        // consumer's Release `head` store in `consume`, with the Acquire
+        // `head` load in `len`). Release (a plain store on x86) pairs with
+        // the first Acquire `seq` load in `len`: a reader that sees this
+        // `seq` sees every `head` store that happens-before this enqueue,
+        // so its `head` is not from an older lap.
         self.hdr
             .producer
             .seq
-            .store(p.wrapping_add(n), Ordering::Relaxed);
+            .store(p.wrapping_add(n), Ordering::Release);
         // Fills in sequence order (first run, then the wrapped one): the
         // consumer relies on it (see `dequeue_bulk`).
         let (oa, ob) = objs.split_at(a.len());
@@ -641,12 +644,12 @@ impl PtrRing {
         if s.load(Ordering::Relaxed) != 0 {
             return Err(RingError::NoSpace { requested: 1 });
         }
-        // Relaxed, before the fill: pairs, through the Release fill and the
-        // consumer's Release `head` store, with the Acquire load in `len`.
+        // Before the fill; Release pairs with the first Acquire `seq` load
+        // in `len` (see `enqueue_bulk`).
         self.hdr
             .producer
             .seq
-            .store(p.wrapping_add(1), Ordering::Relaxed);
+            .store(p.wrapping_add(1), Ordering::Release);
         // Release pairs with the Acquire loads in `dequeue_bulk`,
         // `dequeue_burst` and `is_empty`.
         s.store(obj as usize, Ordering::Release);
@@ -866,9 +869,10 @@ impl PtrRing {
     #[inline]
     pub fn len(&self) -> usize {
         loop {
-            // Acquire pairs with the Release `head` store in `consume`
-            // through the chain in `enqueue_bulk` (the producer that
-            // reused a slot read its clear, which follows that store).
+            // Acquire pairs with the Release `seq` store in `enqueue_bulk`
+            // / `enqueue_one`: every `head` store that happens-before that
+            // enqueue (e.g. the dequeue that took the object it puts back)
+            // is visible to the `head` load below.
             let p = self.hdr.producer.seq.load(Ordering::Acquire);
             // Acquire pairs with the Release store of `head` in `consume`:
             // the consumer read the fills below `h`, which follow the
