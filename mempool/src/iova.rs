@@ -196,7 +196,10 @@ impl ChunkInfo {
         if off >= self.va.len {
             return None;
         }
-        self.iova.map(|i| Iova(i.0 + off as u64))
+        // Checked: a record's IOVA plus an offset inside it can only
+        // overflow for a bogus registration; report no IOVA then.
+        self.iova
+            .and_then(|i| i.0.checked_add(off as u64).map(Iova))
     }
 
     /// The index of `a` if it is exactly one of the chunk's objects.

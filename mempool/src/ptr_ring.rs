@@ -191,10 +191,22 @@ pub struct RingLayout {
 
 impl RingLayout {
     /// Layout for a ring that must hold `capacity` objects, with the default
-    /// batch (16, or 1 below [`BATCH_MIN_CAPACITY`]).
+    /// batch: 1 below [`BATCH_MIN_CAPACITY`]; above, 16, or less when a
+    /// smaller batch (at least 2) keeps `capacity + batch - 1` within the
+    /// next power of two. A pool of `2^k - 1` objects (DPDK's recommended
+    /// sizes) then gets `2^k` slots with batch 2 instead of `2^(k+1)`
+    /// slots; an exact power of two keeps batch 16 and twice the slots,
+    /// like `rte_ring`.
     pub const fn for_capacity(capacity: usize) -> Option<RingLayout> {
         let batch = if capacity >= BATCH_MIN_CAPACITY {
-            DEFAULT_BATCH
+            // Slack up to the next power of two: a batch of `fit` needs no
+            // more slots than that power.
+            let fit = capacity.next_power_of_two() - capacity + 1;
+            if fit >= 2 && fit < DEFAULT_BATCH {
+                fit
+            } else {
+                DEFAULT_BATCH
+            }
         } else {
             1
         };

@@ -19,13 +19,24 @@ fn idx(p: *mut c_void) -> usize {
 
 #[test]
 fn layout_holds_capacity_plus_batch_lag() {
-    for cap in [1, 2, 3, 63, 64, 65, 1000, 4096, 262_144] {
+    for cap in [1, 2, 3, 63, 64, 65, 127, 1000, 4096, 8191, 8180, 262_144] {
         let l = RingLayout::for_capacity(cap).unwrap();
         assert!(l.slots().is_power_of_two());
         assert!(l.slots() >= cap + l.batch() - 1, "{l:?}");
-        assert_eq!(l.batch(), if cap >= 64 { 16 } else { 1 });
         assert!(l.bytes() >= l.slots() * 8);
+        if cap < 64 {
+            assert_eq!(l.batch(), 1);
+        } else if cap.next_power_of_two() - cap + 1 >= 2 {
+            // A batch that fits the next power of two: never more slots.
+            assert_eq!(l.slots(), cap.next_power_of_two(), "{l:?}");
+            assert!((2..=16).contains(&l.batch()), "{l:?}");
+        } else {
+            assert_eq!((l.batch(), l.slots()), (16, 2 * cap), "{l:?}");
+        }
     }
+    // DPDK's recommended 2^k - 1 sizes: 2^k slots (batch 2), not 2^(k+1).
+    let l = RingLayout::for_capacity(8191).unwrap();
+    assert_eq!((l.batch(), l.slots()), (2, 8192));
     assert!(RingLayout::for_capacity(0).is_none());
     assert!(RingLayout::with_batch(4, 5).is_none());
     assert!(matches!(
@@ -60,7 +71,17 @@ fn capacity_one_and_two() {
 #[test]
 fn full_ring_of_a_pool_always_takes_every_object_back() {
     // Whatever the batch lag, a ring sized for n takes all n back.
-    for (cap, batch) in [(64usize, 16usize), (100, 16), (8, 4), (5, 3), (1000, 16)] {
+    let default = |cap: usize| RingLayout::for_capacity(cap).unwrap().batch();
+    for (cap, batch) in [
+        (64usize, 16usize),
+        (100, 16),
+        (8, 4),
+        (5, 3),
+        (1000, 16),
+        (127, default(127)),
+        (255, default(255)),
+        (250, default(250)),
+    ] {
         let r = HeapRing::new(RingLayout::with_batch(cap, batch).unwrap());
         let all: Vec<_> = (0..cap).map(obj).collect();
         r.enqueue_bulk(&all).unwrap();
