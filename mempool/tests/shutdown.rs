@@ -377,6 +377,11 @@ fn racing_pollers_release_exactly_once() {
 #[test]
 fn late_returns_race_a_freeing_poller() {
     use std::sync::Arc;
+    if !mempool::ACCOUNTING {
+        // Without the counters inflight is exact only when quiescent: the
+        // pool must then not be polled while returns race.
+        return;
+    }
     let rounds = if cfg!(miri) { 2 } else { 50 };
     for _ in 0..rounds {
         let c = cfg();
