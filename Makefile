@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all setup build test demo soak bench clean
+.PHONY: all setup build test demo soak bench clean loom-deep test-valgrind
 
 all: build
 
@@ -18,12 +18,24 @@ test: build
 	$(CARGO) test --release --workspace
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
 		--test loom_ptr_ring --test loom_ring_room --test loom_pool
+	CARGO=$(CARGO) bash mempool/scripts/miri.sh
 	TEST_DPDK_SKIP_CARGO=1 bash scripts/test-dpdk.sh
 	bash scripts/test-pmds.sh
 	bash scripts/test-multiprocess.sh
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
 	bash scripts/soak.sh 10
+
+# The ring's loom models at a deeper preemption bound (make test runs 3);
+# minutes to hours, not part of make test.
+loom-deep:
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$(or $(LOOM_BOUND),5) $(CARGO) test --release \
+		-p mempool --target-dir target/loom --test loom_ptr_ring
+
+# The shutdown tests (late returns racing a pool that frees itself at
+# release) under valgrind; skipped when valgrind is missing.
+test-valgrind:
+	bash mempool/scripts/valgrind.sh
 
 # Mempool API and end-to-end benchmarks against ring_mp_mc -> bench/RESULTS.md
 bench: build

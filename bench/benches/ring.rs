@@ -738,7 +738,7 @@ fn main() {
         "ring bench: ptr_ring header at {:p}, ptr_ring_spsc at {:p} ({} bytes each)",
         &*set.ours.0 as *const mempool::PtrRing,
         &*set.ours_spsc.0 as *const mempool::PtrRing,
-        RingLayout::for_capacity(RING_OBJS).map_or(0, |l| l.bytes)
+        RingLayout::for_capacity(RING_OBJS).map_or(0, |l| l.bytes())
     );
     if let Ok(spec) = std::env::var("RING_PROFILE") {
         profile(&set, &spec);

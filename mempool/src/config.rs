@@ -29,7 +29,6 @@ use crate::dma;
 use crate::error::PoolError;
 use crate::iova;
 use crate::lcore_cache;
-use crate::pool::PoolCore;
 use crate::ptr_ring::{RingLayout, MAX_CAPACITY};
 use crate::shutdown::{DEFAULT_RETRY_PERIOD_NS, DEFAULT_WARN_PERIOD_NS};
 use crate::validation;
@@ -194,10 +193,10 @@ impl PoolConfig {
                 .with_single_consumer(self.single_consumer)
         };
 
-        let header = core::mem::size_of::<PoolCore>();
-        let ring_offset = header.next_multiple_of(ring.align);
+        let header = crate::pool::HEADER_BYTES;
+        let ring_offset = header.next_multiple_of(ring.align());
         let lcore_stride = lcore_cache::stride(cache_size);
-        let caches_offset = (ring_offset + ring.bytes).next_multiple_of(lcore_cache::CACHE_ALIGN);
+        let caches_offset = (ring_offset + ring.bytes()).next_multiple_of(lcore_cache::CACHE_ALIGN);
         let chunks_offset = (caches_offset + lcore_stride * self.max_lcores as usize)
             .next_multiple_of(iova::ENTRY_ALIGN);
         let order_offset =
@@ -207,8 +206,8 @@ impl PoolConfig {
         let bitmap_offset =
             (devices_offset + dma::slots_bytes(self.max_devices)).next_multiple_of(8);
         let bitmap_words = validation::bitmap_words(self.objects, self.validate);
-        let align = core::mem::align_of::<PoolCore>()
-            .max(ring.align)
+        let align = crate::pool::HEADER_ALIGN
+            .max(ring.align())
             .max(lcore_cache::CACHE_ALIGN);
         let bytes = (bitmap_offset + bitmap_words * 8).next_multiple_of(align);
         Ok(PoolLayout {
@@ -230,35 +229,87 @@ impl PoolConfig {
 }
 
 /// Where everything lies in the pool's block. Pure data: compute it with
-/// [`PoolConfig::layout`], reserve `bytes` aligned to `align`, then
-/// `PoolCore::init`.
+/// [`PoolConfig::layout`], reserve [`bytes`](PoolLayout::bytes) aligned to
+/// [`align`](PoolLayout::align), then `PoolCore::init`.
+///
+/// The fields are private: a layout only comes from
+/// [`PoolConfig::layout`], which checks every bound, so the offsets and
+/// sizes always agree and code that initialises a pool from a layout can
+/// trust them.
+///
+/// ```compile_fail
+/// let mut l = mempool::PoolConfig::new(4).layout().unwrap();
+/// l.bytes = 64; // private field
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolLayout {
+    pub(crate) config: PoolConfig,
+    pub(crate) cache_size: usize,
+    pub(crate) ring: RingLayout,
+    pub(crate) ring_offset: usize,
+    pub(crate) caches_offset: usize,
+    pub(crate) lcore_stride: usize,
+    pub(crate) chunks_offset: usize,
+    pub(crate) order_offset: usize,
+    pub(crate) devices_offset: usize,
+    pub(crate) bitmap_offset: usize,
+    pub(crate) bitmap_words: usize,
+    pub(crate) bytes: usize,
+    pub(crate) align: usize,
+}
+
+impl PoolLayout {
     /// The configuration it was computed from.
-    pub config: PoolConfig,
+    pub fn config(&self) -> &PoolConfig {
+        &self.config
+    }
     /// Resolved per-lcore cache size.
-    pub cache_size: usize,
+    pub fn cache_size(&self) -> usize {
+        self.cache_size
+    }
     /// The ring's layout (capacity = `objects`, single-producer/consumer
     /// mode from the configuration).
-    pub ring: RingLayout,
+    pub fn ring(&self) -> &RingLayout {
+        &self.ring
+    }
     /// Offset of the ring.
-    pub ring_offset: usize,
+    pub fn ring_offset(&self) -> usize {
+        self.ring_offset
+    }
     /// Offset of lcore 0's cache.
-    pub caches_offset: usize,
+    pub fn caches_offset(&self) -> usize {
+        self.caches_offset
+    }
     /// Bytes per lcore cache.
-    pub lcore_stride: usize,
+    pub fn lcore_stride(&self) -> usize {
+        self.lcore_stride
+    }
     /// Offset of the chunk records.
-    pub chunks_offset: usize,
+    pub fn chunks_offset(&self) -> usize {
+        self.chunks_offset
+    }
     /// Offset of the chunk order array.
-    pub order_offset: usize,
+    pub fn order_offset(&self) -> usize {
+        self.order_offset
+    }
     /// Offset of the device slots.
-    pub devices_offset: usize,
+    pub fn devices_offset(&self) -> usize {
+        self.devices_offset
+    }
     /// Offset of the validation bitmap.
-    pub bitmap_offset: usize,
+    pub fn bitmap_offset(&self) -> usize {
+        self.bitmap_offset
+    }
     /// Words of the validation bitmap (0 when off).
-    pub bitmap_words: usize,
+    pub fn bitmap_words(&self) -> usize {
+        self.bitmap_words
+    }
     /// Total bytes of the block.
-    pub bytes: usize,
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
     /// Alignment of the block.
-    pub align: usize,
+    pub fn align(&self) -> usize {
+        self.align
+    }
 }

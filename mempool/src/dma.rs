@@ -14,7 +14,7 @@
 use core::fmt;
 
 use crate::error::PoolError;
-use crate::iova::{ChunkId, ChunkInfo, ChunkTable};
+use crate::iova::{ChunkId, ChunkInfo, Chunks};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, SpinLock};
 
 /// A device the pool's memory is mapped for. Opaque to the core: the glue
@@ -122,6 +122,39 @@ impl DmaTable {
             slots_rel,
         }
     }
+}
+
+/// The DMA table as its methods use it: the header, and a pointer to it
+/// whose provenance covers the pool's whole block (the device slots lie
+/// outside what a `&DmaTable` covers).
+#[derive(Clone, Copy)]
+pub(crate) struct Dma<'a> {
+    hdr: &'a DmaTable,
+    at: *const u8,
+}
+
+impl core::ops::Deref for Dma<'_> {
+    type Target = DmaTable;
+    #[inline(always)]
+    fn deref(&self) -> &DmaTable {
+        self.hdr
+    }
+}
+
+impl<'a> Dma<'a> {
+    /// The table whose header is at `at`.
+    ///
+    /// # Safety
+    /// `at` points to an initialised table header inside the pool's block,
+    /// with provenance over the whole block, valid for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn new(at: *const DmaTable) -> Dma<'a> {
+        Dma {
+            // SAFETY: the caller's guarantee.
+            hdr: unsafe { &*at },
+            at: at.cast(),
+        }
+    }
 
     /// # Safety
     /// The header is at its final address in memory laid out by the pool.
@@ -153,12 +186,7 @@ impl DmaTable {
     fn slot_ptr(&self, i: usize) -> *const DeviceSlot {
         debug_assert!(i < self.max_devices);
         // SAFETY: the layout reserved `max_devices` slots at `slots_rel`.
-        unsafe {
-            (self as *const Self as *const u8)
-                .add(self.slots_rel)
-                .cast::<DeviceSlot>()
-                .add(i)
-        }
+        unsafe { self.at.add(self.slots_rel).cast::<DeviceSlot>().add(i) }
     }
 
     fn slot(&self, i: usize) -> &DeviceSlot {
@@ -185,7 +213,7 @@ impl DmaTable {
     fn map_tail(
         &self,
         i: usize,
-        chunks: &ChunkTable,
+        chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
         let s = self.slot(i);
@@ -216,7 +244,7 @@ impl DmaTable {
     fn unmap_all(
         &self,
         i: usize,
-        chunks: &ChunkTable,
+        chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
         let s = self.slot(i);
@@ -249,10 +277,15 @@ impl DmaTable {
     pub(crate) fn attach(
         &self,
         device: DeviceId,
-        chunks: &ChunkTable,
+        chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
+        state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
+        // Under the lock the final release also takes before it unmaps:
+        // either the release sees this device, or this call sees the
+        // release and maps nothing.
+        state_ok()?;
         let i = match self.find(device) {
             Some(i) => {
                 if self.slot(i).state.load(Ordering::Relaxed) == SLOT_REMOVED {
@@ -281,10 +314,13 @@ impl DmaTable {
     /// Returns how many map calls succeeded.
     pub(crate) fn sync(
         &self,
-        chunks: &ChunkTable,
+        chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
+        state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
+        // Under the lock, as in `attach`.
+        state_ok()?;
         let mut n = 0;
         for i in 0..self.max_devices {
             if self.slot(i).state.load(Ordering::Relaxed) == SLOT_ATTACHED {
@@ -299,7 +335,7 @@ impl DmaTable {
     pub(crate) fn remove(
         &self,
         device: DeviceId,
-        chunks: &ChunkTable,
+        chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();
@@ -316,7 +352,7 @@ impl DmaTable {
     /// count; the first failure is reported after all were tried.
     pub(crate) fn release_all(
         &self,
-        chunks: &ChunkTable,
+        chunks: Chunks<'_>,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
         let _g = self.lock.lock();

@@ -14,7 +14,10 @@
 //!   table counts them). Registration happens **before** DPDK enqueues the
 //!   objects, so a registered object not yet put is, correctly, "out".
 //! * `inflight = populated + Σhold − Σrelease`, computed on demand with
-//!   wrapping arithmetic; counters wrap freely (u64).
+//!   wrapping arithmetic modulo 2^32: the per-lcore hold counts are 32-bit
+//!   (the high half of the packed word), the release counters and the
+//!   shared counters are `u64`, and only the low 32 bits of the sums are
+//!   used (see [`InflightSnapshot::inflight`]).
 //!
 //! Invariant, exact when no operation is in progress:
 //! `populated == in_ring + in_caches + inflight`.

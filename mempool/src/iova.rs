@@ -196,7 +196,10 @@ impl ChunkInfo {
         if off >= self.va.len {
             return None;
         }
-        self.iova.map(|i| Iova(i.0 + off as u64))
+        // Checked: a record's IOVA plus an offset inside it can only
+        // overflow for a bogus registration; report no IOVA then.
+        self.iova
+            .and_then(|i| i.0.checked_add(off as u64).map(Iova))
     }
 
     /// The index of `a` if it is exactly one of the chunk's objects.
@@ -292,6 +295,46 @@ impl ChunkTable {
             _records_are_mutable: UnsafeCell::new(()),
         }
     }
+}
+
+/// The chunk table as its methods use it: the header, and a pointer to it
+/// whose provenance covers the pool's whole block. The records and the
+/// order array lie after the pool header, outside what a `&ChunkTable`
+/// covers, so they are reached from `at`, never from the reference.
+#[derive(Clone, Copy)]
+pub(crate) struct Chunks<'a> {
+    hdr: &'a ChunkTable,
+    at: *const u8,
+}
+
+impl core::ops::Deref for Chunks<'_> {
+    type Target = ChunkTable;
+    #[inline(always)]
+    fn deref(&self) -> &ChunkTable {
+        self.hdr
+    }
+}
+
+impl<'a> Chunks<'a> {
+    /// The table whose header is at `at`.
+    ///
+    /// # Safety
+    /// `at` points to an initialised table header inside the pool's block,
+    /// with provenance over the whole block, valid for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn new(at: *const ChunkTable) -> Chunks<'a> {
+        Chunks {
+            // SAFETY: the caller's guarantee.
+            hdr: unsafe { &*at },
+            at: at.cast(),
+        }
+    }
+
+    /// Holds registrations off (the table lock) while the final release
+    /// decides, so a registration is either counted or refused.
+    pub(crate) fn hold_registrations(&self) -> crate::sync::SpinGuard<'a> {
+        self.hdr.lock.lock()
+    }
 
     /// Writes the order slots (atomics must be created with `new` for loom).
     ///
@@ -322,7 +365,8 @@ impl ChunkTable {
         debug_assert!(i < self.max_chunks);
         // SAFETY: the layout reserved `max_chunks` records at `entries_rel`.
         unsafe {
-            (self as *const Self as *mut u8)
+            self.at
+                .cast_mut()
                 .add(self.entries_rel)
                 .cast::<ChunkEntry>()
                 .add(i)
@@ -333,12 +377,7 @@ impl ChunkTable {
     fn order_ptr(&self, i: usize) -> *const AtomicU32 {
         debug_assert!(i < self.max_chunks);
         // SAFETY: the layout reserved `max_chunks` order slots at `order_rel`.
-        unsafe {
-            (self as *const Self as *const u8)
-                .add(self.order_rel)
-                .cast::<AtomicU32>()
-                .add(i)
-        }
+        unsafe { self.at.add(self.order_rel).cast::<AtomicU32>().add(i) }
     }
 
     #[inline(always)]
@@ -387,6 +426,7 @@ impl ChunkTable {
         &self,
         spec: &ChunkSpec,
         max_objects: usize,
+        state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<ChunkInfo, PoolError> {
         let bad = PoolError::BadChunk {
             va: spec.va,
@@ -408,6 +448,9 @@ impl ChunkTable {
             return Err(bad);
         }
         let _guard = self.lock.lock();
+        // Under the lock the final release holds while it reads inflight:
+        // either the release counts these objects, or this call sees it.
+        state_ok()?;
         // Relaxed: `count` and `registered` are only written under the lock we hold.
         let n = self.count.load(Ordering::Relaxed);
         if n >= self.max_chunks {

@@ -43,8 +43,9 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 const HOLD_ONE: u64 = 1 << 32;
 const LEN_MASK: u64 = HOLD_ONE - 1;
 
+/// The header line of one lcore's cache.
 #[repr(C)]
-pub(crate) struct LcoreCache {
+pub(crate) struct CacheHeader {
     /// Packed: low 32 bits are the objects in the stack (`len`), high 32
     /// bits the objects this lcore handed out (`hold`, wrapping; see
     /// `inflight`). One word, so a get updates both with the one store it
@@ -58,18 +59,35 @@ pub(crate) struct LcoreCache {
     limit: AtomicU32,
     /// Objects this lcore took back (see `inflight`).
     release: AtomicU64,
-    /// The slots after this header are written through `&self`: this marker
-    /// makes the header `!Freeze`, so a shared reference to it never
-    /// promises the compiler that memory reached from it is read-only
-    /// (with std atomics the `UnsafeCell`s inside already do; loom's
-    /// atomics have none).
+    /// The header is written through `&self` by the owner only through
+    /// atomics, but keep it `!Freeze` whatever the atomics are made of
+    /// (loom's have no `UnsafeCell`), as the slots after it are.
     _slots_are_mutable: UnsafeCell<()>,
 }
 
+/// One lcore's cache: the padded header line, then `cache_size` pointer
+/// slots. A dynamically sized type: a `&LcoreCache` covers header *and*
+/// slots, so the slot accesses derive from a reference whose provenance
+/// spans them (the slice length is the cache size). The slots are
+/// `UnsafeCell`s: the owner writes them through a shared reference.
+#[repr(C)]
+pub(crate) struct LcoreCache {
+    hdr: CachePadded<CacheHeader>,
+    slots: [UnsafeCell<*mut c_void>],
+}
+
+impl core::ops::Deref for LcoreCache {
+    type Target = CacheHeader;
+    #[inline(always)]
+    fn deref(&self) -> &CacheHeader {
+        &self.hdr
+    }
+}
+
 /// Bytes from a cache header to its first slot.
-pub(crate) const HEADER_BYTES: usize = core::mem::size_of::<CachePadded<LcoreCache>>();
+pub(crate) const HEADER_BYTES: usize = core::mem::size_of::<CachePadded<CacheHeader>>();
 /// Alignment of each cache (a padded header's).
-pub(crate) const CACHE_ALIGN: usize = core::mem::align_of::<CachePadded<LcoreCache>>();
+pub(crate) const CACHE_ALIGN: usize = core::mem::align_of::<CachePadded<CacheHeader>>();
 
 /// Bytes of one lcore's cache (header + slots, whole padded lines).
 pub(crate) const fn stride(cache_size: usize) -> usize {
@@ -131,13 +149,52 @@ unsafe fn copy_objs(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
 }
 
 impl LcoreCache {
-    pub(crate) fn new(limit: u32) -> CachePadded<LcoreCache> {
-        CachePadded::new(LcoreCache {
-            len_hold: AtomicU64::new(0),
-            limit: AtomicU32::new(limit),
-            release: AtomicU64::new(0),
-            _slots_are_mutable: UnsafeCell::new(()),
-        })
+    /// Writes an empty cache with `slots` slots and limit `limit` at `at`.
+    ///
+    /// # Safety
+    /// `at` is valid for writes of [`stride`]`(slots)` bytes, aligned to
+    /// [`CACHE_ALIGN`].
+    pub(crate) unsafe fn init(at: *mut u8, slots: usize, limit: u32) {
+        // SAFETY: the caller's guarantee: the header, then `slots` slots.
+        unsafe {
+            at.cast::<CachePadded<CacheHeader>>()
+                .write(CachePadded::new(CacheHeader {
+                    len_hold: AtomicU64::new(0),
+                    limit: AtomicU32::new(limit),
+                    release: AtomicU64::new(0),
+                    _slots_are_mutable: UnsafeCell::new(()),
+                }));
+            let s = at.add(HEADER_BYTES).cast::<*mut c_void>();
+            for i in 0..slots {
+                s.add(i).write(core::ptr::null_mut());
+            }
+        }
+    }
+
+    /// Drops the header's atomics in place (loom's hold model state).
+    ///
+    /// # Safety
+    /// `at` holds a cache from [`init`](LcoreCache::init) that nothing
+    /// uses afterwards.
+    #[cfg(loom)]
+    pub(crate) unsafe fn drop_in_place(at: *mut u8) {
+        // SAFETY: the caller's guarantee.
+        unsafe { core::ptr::drop_in_place(at.cast::<CachePadded<CacheHeader>>()) };
+    }
+
+    /// The cache at `at` with `slots` slots, as one reference covering
+    /// header and slots.
+    ///
+    /// # Safety
+    /// `at` holds a cache from [`init`](LcoreCache::init) with `slots`
+    /// slots, valid for `'a`, and its provenance covers all of it.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw<'a>(at: *const u8, slots: usize) -> &'a LcoreCache {
+        // A pointer cast between unsized types keeps the metadata: the
+        // slice length becomes the `slots` field's length.
+        let fat = core::ptr::slice_from_raw_parts(at, slots) as *const LcoreCache;
+        // SAFETY: the caller's guarantee.
+        unsafe { &*fat }
     }
 
     /// Objects in the cache (exact for the owner; a recent value for others).
@@ -217,9 +274,10 @@ impl LcoreCache {
 
     #[inline(always)]
     fn slots(&self) -> *mut *mut c_void {
-        // SAFETY: the pool laid `stride(cache_size)` bytes out for this
-        // cache; the slots start right after the padded header.
-        unsafe { (self as *const Self as *mut u8).add(HEADER_BYTES).cast() }
+        // `UnsafeCell` is `repr(transparent)` and permits writes through a
+        // shared reference; the pointer's provenance is `self`'s, which
+        // covers every slot.
+        UnsafeCell::raw_get(self.slots.as_ptr())
     }
 
     /// Fast-path put: pushes all of `objs` if they fit under the limit.

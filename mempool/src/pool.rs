@@ -34,21 +34,22 @@
 //! * `populated == in_ring + in_caches + inflight` whenever no operation is
 //!   in progress (see [`crate::inflight`]).
 
+use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::config::{PoolConfig, PoolLayout};
-use crate::dma::{DeviceId, DeviceStats, DmaMapper, DmaTable};
+use crate::dma::{DeviceId, DeviceStats, Dma, DmaMapper, DmaTable};
 use crate::error::PoolError;
 use crate::inflight::{self, InflightSnapshot, SharedCounters, ACCOUNTING};
-use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, ChunkTable, Iova, ObjIndex, VirtAddr};
+use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, ChunkTable, Chunks, Iova, ObjIndex, VirtAddr};
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::{PtrRing, RingError};
 use crate::shutdown::{PollOutcome, PoolState, Shutdown, ShutdownStats};
 use crate::sync::{AtomicU64, Ordering};
-use crate::validation::{RejectKind, RejectStats, Validator};
+use crate::validation::{Bitmap, RejectKind, RejectStats, Validator};
 
 const POOL_MAGIC: u64 = 0x7072_5f70_6f6f_6c31; // "pr_pool1"
 
@@ -75,18 +76,38 @@ struct Header {
     layout: PoolLayout,
 }
 
-/// The pool, at the base of its block. Holds no pointers: every part is
+/// The pool: its block, header first. Holds no pointers: every part is
 /// found at an offset from the block's base, so every process mapping the
 /// block (at any address) can use it.
+///
+/// A dynamically sized type whose tail is the rest of the block: a
+/// `&PoolCore` covers the whole block, so the ring, the caches, the chunk
+/// records, the device slots and the bitmap are all reached through
+/// pointers derived from it (never from a reference to one of the header's
+/// parts, which would cover only that part).
 #[repr(C)]
 pub struct PoolCore {
     hdr: CachePadded<Header>,
     any: SharedCounters,
-    table: CachePadded<ChunkTable>,
-    dma: CachePadded<DmaTable>,
+    table_hdr: CachePadded<ChunkTable>,
+    dma_hdr: CachePadded<DmaTable>,
     shutdown: CachePadded<Shutdown>,
-    validator: Validator,
+    validator_hdr: Validator,
+    /// Everything after the header: ring, caches, tables. `UnsafeCell`
+    /// because it is written through shared references.
+    block: [UnsafeCell<u8>],
 }
+
+/// Bytes of the pool header (where the ring and the rest of the block
+/// begin, at the offsets of the layout). The last header field is padded
+/// to whole lines, so the tail starts right after it.
+pub const HEADER_BYTES: usize =
+    core::mem::offset_of!(PoolCore, validator_hdr) + core::mem::size_of::<Validator>();
+
+/// Alignment of the pool header (and of the block).
+pub(crate) const HEADER_ALIGN: usize = core::mem::align_of::<CachePadded<Header>>();
+
+const _: () = assert!(HEADER_BYTES.is_multiple_of(HEADER_ALIGN));
 
 // SAFETY: shared mutable state is atomic, or written under the chunk table's
 // lock (records, published by a Release store), or owned by one lcore
@@ -159,62 +180,71 @@ impl PoolCore {
     ///   it (gets objects from it), through any method, safe ones included.
     pub unsafe fn init<'a>(mem: NonNull<u8>, layout: &PoolLayout) -> &'a PoolCore {
         let base = mem.as_ptr();
-        let p = base.cast::<PoolCore>();
+        let p =
+            core::ptr::slice_from_raw_parts_mut(base, layout.bytes - HEADER_BYTES) as *mut PoolCore;
         let cfg = &layout.config;
         // SAFETY: only addresses are computed (no reference to the
         // uninitialised memory is made); they lie inside the block.
         let (table_at, dma_at, val_at) = unsafe {
             (
-                core::ptr::addr_of!((*p).table) as usize - base as usize,
-                core::ptr::addr_of!((*p).dma) as usize - base as usize,
-                core::ptr::addr_of!((*p).validator) as usize - base as usize,
+                core::ptr::addr_of!((*p).table_hdr) as usize - base as usize,
+                core::ptr::addr_of!((*p).dma_hdr) as usize - base as usize,
+                core::ptr::addr_of!((*p).validator_hdr) as usize - base as usize,
             )
         };
         // SAFETY: the caller guarantees `mem` is writable, aligned and holds
-        // `layout.bytes` bytes, which the layout made large enough for the
-        // header, the ring, the caches and the tables at their offsets.
+        // `layout.bytes` bytes, which the layout (only `PoolConfig::layout`
+        // makes one) made large enough for the header, the ring, the caches
+        // and the tables at their offsets. Each header field is written in
+        // place through the raw pointer.
         unsafe {
-            p.write(PoolCore {
-                hdr: CachePadded::new(Header {
-                    magic: AtomicU64::new(0),
-                    max_lcores: cfg.max_lcores as usize,
-                    fast_lcores: if cfg.validate {
-                        0
-                    } else {
-                        cfg.max_lcores as usize
-                    },
-                    caches_offset: layout.caches_offset,
-                    lcore_stride: layout.lcore_stride,
-                    ring_offset: layout.ring_offset,
-                    direct: layout.cache_size == 0,
-                    validate: cfg.validate,
-                    layout: *layout,
-                }),
-                any: SharedCounters::new(),
-                table: CachePadded::new(ChunkTable::new(
-                    cfg.max_chunks,
-                    layout.chunks_offset - table_at,
-                    layout.order_offset - table_at,
-                )),
-                dma: CachePadded::new(DmaTable::new(
-                    cfg.max_devices,
-                    layout.devices_offset - dma_at,
-                )),
-                shutdown: CachePadded::new(Shutdown::new(cfg.retry_period_ns, cfg.warn_period_ns)),
-                validator: Validator::new(layout.bitmap_words, layout.bitmap_offset - val_at),
-            });
+            core::ptr::addr_of_mut!((*p).hdr).write(CachePadded::new(Header {
+                magic: AtomicU64::new(0),
+                max_lcores: cfg.max_lcores as usize,
+                fast_lcores: if cfg.validate {
+                    0
+                } else {
+                    cfg.max_lcores as usize
+                },
+                caches_offset: layout.caches_offset,
+                lcore_stride: layout.lcore_stride,
+                ring_offset: layout.ring_offset,
+                direct: layout.cache_size() == 0,
+                validate: cfg.validate,
+                layout: *layout,
+            }));
+            core::ptr::addr_of_mut!((*p).any).write(SharedCounters::new());
+            core::ptr::addr_of_mut!((*p).table_hdr).write(CachePadded::new(ChunkTable::new(
+                cfg.max_chunks,
+                layout.chunks_offset - table_at,
+                layout.order_offset - table_at,
+            )));
+            core::ptr::addr_of_mut!((*p).dma_hdr).write(CachePadded::new(DmaTable::new(
+                cfg.max_devices,
+                layout.devices_offset - dma_at,
+            )));
+            core::ptr::addr_of_mut!((*p).shutdown).write(CachePadded::new(Shutdown::new(
+                cfg.retry_period_ns,
+                cfg.warn_period_ns,
+            )));
+            core::ptr::addr_of_mut!((*p).validator_hdr).write(Validator::new(
+                layout.bitmap_words,
+                layout.bitmap_offset - val_at,
+            ));
             let core = &*p;
-            core.table.init_arrays();
-            core.dma.init_slots();
-            core.validator.init_bitmap();
+            core.table().init_arrays();
+            core.dma().init_slots();
+            core.validator().init_bitmap();
             PtrRing::init(
                 NonNull::new_unchecked(base.add(layout.ring_offset)),
                 &layout.ring,
             );
             for i in 0..cfg.max_lcores as usize {
-                base.add(layout.caches_offset + i * layout.lcore_stride)
-                    .cast::<CachePadded<LcoreCache>>()
-                    .write(LcoreCache::new(layout.cache_size as u32));
+                LcoreCache::init(
+                    base.add(layout.caches_offset + i * layout.lcore_stride),
+                    layout.cache_size,
+                    layout.cache_size as u32,
+                );
             }
             // Release pairs with the Acquire load in `attach`: a process that
             // sees the magic sees an initialised pool.
@@ -227,20 +257,76 @@ impl PoolCore {
     /// process).
     ///
     /// # Safety
-    /// `mem` points to at least `size_of::<PoolCore>()` readable bytes
-    /// (checked by magic), initialised by [`PoolCore::init`] if the magic
-    /// matches, that outlive `'a`.
+    /// `mem` points to at least [`HEADER_BYTES`] readable bytes: the magic
+    /// is read through the raw pointer before any reference to the memory
+    /// is made. If it matches, `mem` holds a pool [`PoolCore::init`]
+    /// initialised, valid (with provenance over the whole block) for `'a`.
     #[inline]
     pub unsafe fn attach<'a>(mem: NonNull<u8>) -> Result<&'a PoolCore, PoolError> {
-        // SAFETY: the caller guarantees the header bytes are readable and live.
-        let core = unsafe { &*mem.as_ptr().cast::<PoolCore>() };
-        // Acquire pairs with the Release store at the end of `init`.
-        if core.hdr.magic.load(Ordering::Acquire) != POOL_MAGIC {
+        // The header is the first field (`repr(C)`) and `CachePadded` keeps
+        // its value at offset 0 (checked in this module's tests): the magic,
+        // the header's first field, is the block's first word.
+        let magic = mem.as_ptr().cast::<Header>();
+        // SAFETY: the caller guarantees the header bytes are readable; only
+        // the magic word is read, through a raw place. Acquire pairs with
+        // the Release store at the end of `init`.
+        let magic = unsafe { (*core::ptr::addr_of!((*magic).magic)).load(Ordering::Acquire) };
+        if magic != POOL_MAGIC {
             return Err(PoolError::NotAPool {
                 addr: mem.as_ptr() as usize,
             });
         }
-        Ok(core)
+        // SAFETY: the magic proves an initialised pool (caller's contract).
+        Ok(unsafe { Self::attach_unchecked(mem) })
+    }
+
+    /// The pool in `mem`, without checking the magic: for a caller that
+    /// already proved the pool initialised (the glue's inlined fast path
+    /// checks its own zone magic, stored after `init` returned).
+    ///
+    /// # Safety
+    /// `mem` holds a pool [`PoolCore::init`] initialised, valid (with
+    /// provenance over the whole block) for `'a`.
+    #[inline(always)]
+    pub unsafe fn attach_unchecked<'a>(mem: NonNull<u8>) -> &'a PoolCore {
+        let hdr = mem.as_ptr().cast::<Header>();
+        // SAFETY: an initialised header (caller's contract); read-only field.
+        let bytes = unsafe { (*core::ptr::addr_of!((*hdr).layout)).bytes };
+        let p = core::ptr::slice_from_raw_parts(mem.as_ptr().cast_const(), bytes - HEADER_BYTES)
+            as *const PoolCore;
+        // SAFETY: the caller's guarantee; the slice length makes the
+        // reference cover exactly the block.
+        unsafe { &*p }
+    }
+
+    /// A pointer to `part` (a field of the header) with the provenance of
+    /// the whole block, for the parts that reach past themselves.
+    #[inline(always)]
+    fn part<T>(&self, part: &T) -> *const T {
+        let off = part as *const T as usize - self.base() as usize;
+        // SAFETY: `part` is a field of `self`, so `off` is inside the block.
+        unsafe { self.base().add(off).cast() }
+    }
+
+    /// The chunk table, reaching its records and order array.
+    #[inline(always)]
+    fn table(&self) -> Chunks<'_> {
+        // SAFETY: initialised by `init`; `part` has the block's provenance.
+        unsafe { Chunks::new(self.part(&*self.table_hdr)) }
+    }
+
+    /// The DMA table, reaching its device slots.
+    #[inline(always)]
+    fn dma(&self) -> Dma<'_> {
+        // SAFETY: as in `table`.
+        unsafe { Dma::new(self.part(&*self.dma_hdr)) }
+    }
+
+    /// The validator, reaching its bitmap.
+    #[inline(always)]
+    fn validator(&self) -> Bitmap<'_> {
+        // SAFETY: as in `table`.
+        unsafe { Bitmap::new(self.part(&self.validator_hdr)) }
     }
 
     #[inline(always)]
@@ -276,9 +362,15 @@ impl PoolCore {
     /// The ring behind the caches.
     #[inline(always)]
     pub fn ring(&self) -> &PtrRing {
-        // SAFETY: `init` placed an initialised ring at `ring_offset`; it
-        // lives as long as the pool.
-        unsafe { &*self.base().add(self.hdr.ring_offset).cast::<PtrRing>() }
+        // SAFETY: `init` placed an initialised ring of `ring.slots` slots
+        // at `ring_offset`; it lives as long as the pool, and `base` has
+        // the whole block's provenance.
+        unsafe {
+            PtrRing::from_raw(
+                NonNull::new_unchecked(self.base().add(self.hdr.ring_offset).cast_mut()),
+                self.hdr.layout.ring.slots(),
+            )
+        }
     }
 
     /// The cache of `lcore`, or `None` for an id without one.
@@ -299,12 +391,14 @@ impl PoolCore {
     #[inline(always)]
     unsafe fn cache_at(&self, i: usize) -> &LcoreCache {
         // SAFETY: `i < max_lcores` (caller), and `init` placed `max_lcores`
-        // caches `lcore_stride` bytes apart from `caches_offset`.
+        // caches of `cache_size` slots `lcore_stride` bytes apart from
+        // `caches_offset`; `base` has the whole block's provenance.
         unsafe {
-            &*self
-                .base()
-                .add(self.hdr.caches_offset + i * self.hdr.lcore_stride)
-                .cast::<LcoreCache>()
+            LcoreCache::from_raw(
+                self.base()
+                    .add(self.hdr.caches_offset + i * self.hdr.lcore_stride),
+                self.hdr.layout.cache_size,
+            )
         }
     }
 
@@ -370,7 +464,7 @@ impl PoolCore {
     }
 
     fn after_release(&self, objs: &[*mut c_void]) -> PoolError {
-        self.validator.count(RejectKind::AfterRelease, objs.len());
+        self.validator().count(RejectKind::AfterRelease, objs.len());
         PoolError::Rejected {
             requested: objs.len(),
             rejected: objs.len(),
@@ -435,7 +529,7 @@ impl PoolCore {
         for &o in objs {
             let verdict = match self.owns(o) {
                 None => Err(RejectKind::Foreign),
-                Some(idx) if self.validator.mark_home(idx) => Ok(()),
+                Some(idx) if self.validator().mark_home(idx) => Ok(()),
                 Some(_) => Err(RejectKind::DoubleFree),
             };
             match verdict {
@@ -448,13 +542,18 @@ impl PoolCore {
                         // reach inflight 0 and be released under the rest
                         // of the loop (which still reads the validator).
                         // SAFETY: forwarded caller contract.
-                        unsafe { self.put_checked_batch(lcore, &buf[..k - 1]) }?;
+                        if let Err(e) = unsafe { self.put_checked_batch(lcore, &buf[..k - 1]) } {
+                            // The held-back object was marked home but goes
+                            // nowhere: out again, like the batch.
+                            self.mark_out_all(&buf[k - 1..k]);
+                            return Err(e);
+                        }
                         buf[0] = buf[k - 1];
                         k = 1;
                     }
                 }
                 Err(kind) => {
-                    self.validator.count(kind, 1);
+                    self.validator().count(kind, 1);
                     rejected += 1;
                     first.get_or_insert((kind, o));
                 }
@@ -484,13 +583,18 @@ impl PoolCore {
         // SAFETY: forwarded caller contract.
         let r = unsafe { self.put_unvalidated(lcore, batch) };
         if r.is_err() {
-            for &o in batch {
-                if let Some(idx) = self.owns(o) {
-                    self.validator.mark_out(idx);
-                }
-            }
+            self.mark_out_all(batch);
         }
         r
+    }
+
+    /// Marks accepted objects out again (their insertion failed).
+    fn mark_out_all(&self, objs: &[*mut c_void]) {
+        for &o in objs {
+            if let Some(idx) = self.owns(o) {
+                self.validator().mark_out(idx);
+            }
+        }
     }
 
     // ----------------------------------------------------------------- get
@@ -703,7 +807,7 @@ impl PoolCore {
         unsafe { self.get_unvalidated(lcore, out) }?;
         for &o in out.iter() {
             if let Some(idx) = self.owns(o) {
-                self.validator.mark_out(idx);
+                self.validator().mark_out(idx);
             }
         }
         Ok(())
@@ -729,7 +833,7 @@ impl PoolCore {
 
     /// Objects registered with [`register_chunk`](PoolCore::register_chunk).
     pub fn populated(&self) -> usize {
-        self.table.registered()
+        self.table().registered()
     }
 
     /// The hold/release counters, read in release-safe order.
@@ -757,7 +861,7 @@ impl PoolCore {
         let snap = self.inflight_snapshot();
         let in_ring = self.ring().len();
         let in_caches = self.in_caches();
-        let (dma_maps, dma_unmaps) = self.dma.totals();
+        let (dma_maps, dma_unmaps) = self.dma().totals();
         PoolStats {
             objects: self.objects(),
             populated: snap.populated,
@@ -770,12 +874,12 @@ impl PoolCore {
             },
             hold: snap.hold,
             release: snap.release,
-            chunks: self.table.len(),
-            devices: self.dma.attached(),
+            chunks: self.table().len(),
+            devices: self.dma().attached(),
             dma_maps,
             dma_unmaps,
             state: self.state(),
-            rejected: self.validator.stats(),
+            rejected: self.validator().stats(),
             shutdown: self.shutdown.stats(),
             cache_size: self.cache_size(),
             max_lcores: self.max_lcores(),
@@ -825,47 +929,56 @@ impl PoolCore {
     /// object while populating): then `populated = ring + caches + inflight`
     /// holds at every step, and validation knows the objects.
     pub fn register_chunk(&self, spec: ChunkSpec) -> Result<ChunkInfo, PoolError> {
+        self.table().insert(&spec, self.objects(), || {
+            self.require("register_chunk", |s| s == PoolState::Active)
+        })
+    }
+
+    /// `Ok` if the state passes `ok`, else `WrongState` for `op`.
+    fn require(
+        &self,
+        op: &'static str,
+        ok: impl FnOnce(PoolState) -> bool,
+    ) -> Result<(), PoolError> {
         let state = self.state();
-        if state != PoolState::Active {
-            return Err(PoolError::WrongState {
-                op: "register_chunk",
-                state,
-            });
+        if ok(state) {
+            Ok(())
+        } else {
+            Err(PoolError::WrongState { op, state })
         }
-        self.table.insert(&spec, self.objects())
     }
 
     /// The chunk record `id`.
     pub fn chunk(&self, id: ChunkId) -> Option<ChunkInfo> {
-        self.table.get(id)
+        self.table().get(id)
     }
 
     /// Chunk records so far.
     pub fn chunks(&self) -> usize {
-        self.table.len()
+        self.table().len()
     }
 
     /// Bound on chunk records.
     pub fn max_chunks(&self) -> usize {
-        self.table.max_chunks()
+        self.table().max_chunks()
     }
 
     /// The chunk containing `addr`. O(log chunks), lockless.
     pub fn chunk_of<T>(&self, addr: *const T) -> Option<ChunkInfo> {
-        self.table.find(VirtAddr::of(addr))
+        self.table().find(VirtAddr::of(addr))
     }
 
     /// The IOVA of `addr` (any byte of a recorded chunk that has an IOVA).
     pub fn iova_of<T>(&self, addr: *const T) -> Option<Iova> {
         let a = VirtAddr::of(addr);
-        self.table.find(a)?.iova_of(a)
+        self.table().find(a)?.iova_of(a)
     }
 
     /// `Some(index)` if `obj` is exactly one of the pool's objects.
     #[inline]
     pub fn owns<T>(&self, obj: *const T) -> Option<ObjIndex> {
         let a = VirtAddr::of(obj);
-        self.table.find(a)?.object_index(a)
+        self.table().find(a)?.object_index(a)
     }
 
     /// In validation mode, whether the object is home (ring or cache).
@@ -874,7 +987,7 @@ impl PoolCore {
         if !self.hdr.validate {
             return None;
         }
-        Some(self.validator.is_home(self.owns(obj)?))
+        Some(self.validator().is_home(self.owns(obj)?))
     }
 
     // ----------------------------------------------------------------- DMA
@@ -886,27 +999,17 @@ impl PoolCore {
         device: DeviceId,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
-        let state = self.state();
-        if state != PoolState::Active {
-            return Err(PoolError::WrongState {
-                op: "dma_attach",
-                state,
-            });
-        }
-        self.dma.attach(device, &self.table, mapper)
+        self.dma().attach(device, self.table(), mapper, || {
+            self.require("dma_attach", |s| s == PoolState::Active)
+        })
     }
 
     /// Maps chunks registered since the last attach/sync for every attached
     /// device. Call after registering chunks on a pool with devices.
     pub fn dma_sync(&self, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
-        let state = self.state();
-        if state == PoolState::Released {
-            return Err(PoolError::WrongState {
-                op: "dma_sync",
-                state,
-            });
-        }
-        self.dma.sync(&self.table, mapper)
+        self.dma().sync(self.table(), mapper, || {
+            self.require("dma_sync", |s| s != PoolState::Released)
+        })
     }
 
     /// Unmaps everything mapped for `device` and retires it for good (it is
@@ -916,12 +1019,12 @@ impl PoolCore {
         device: DeviceId,
         mapper: &mut dyn DmaMapper,
     ) -> Result<usize, PoolError> {
-        self.dma.remove(device, &self.table, mapper)
+        self.dma().remove(device, self.table(), mapper)
     }
 
     /// Counters of `device`, if it was ever attached.
     pub fn device_stats(&self, device: DeviceId) -> Option<DeviceStats> {
-        self.dma.device(device)
+        self.dma().device(device)
     }
 
     // ------------------------------------------------------------ shutdown
@@ -932,10 +1035,32 @@ impl PoolCore {
         self.shutdown.state()
     }
 
+    /// Closes every cache to puts (limit 0). Called before the state
+    /// leaves `Active`: the Relaxed limit stores are published by the
+    /// Release half of that state CAS, so a put that happens-after the
+    /// state change (in particular one ordered after `Released`) reads
+    /// limit 0, misses the fast path and reaches a path that checks the
+    /// state.
     fn close_caches(&self) {
         for c in self.caches() {
             c.close();
         }
+        self.shutdown.touch();
+    }
+
+    /// Runs `f` as the one shutdown driver, or returns `busy` when another
+    /// driver call holds the token (or the pool was released: the call
+    /// that released it never gives the token back, so nothing gets past
+    /// it once the memory may be freed).
+    fn drive<R>(&self, busy: impl FnOnce(PoolState) -> R, f: impl FnOnce() -> (R, bool)) -> R {
+        if !self.shutdown.claim_driver() {
+            return busy(self.state());
+        }
+        let (r, released) = f();
+        if !released {
+            self.shutdown.release_driver();
+        }
+        r
     }
 
     /// Starts shutdown: closes the caches (every later put goes to the
@@ -947,16 +1072,52 @@ impl PoolCore {
     /// cache cannot see the state. Use
     /// [`drain_quiescent`](PoolCore::drain_quiescent) when the application
     /// is known to be quiescent, to also empty every cache at once.
+    ///
+    /// One driver at a time (see [`poll`](PoolCore::poll)): a call racing
+    /// another driver call returns [`PollOutcome::Busy`] having done
+    /// nothing.
     pub fn begin_drain(
         &self,
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
-        if self.shutdown.close(PoolState::Draining, now)? == PoolState::Released {
-            return Ok(PollOutcome::AlreadyReleased);
+        self.drive(
+            |state| Self::busy("drain", state),
+            || {
+                if let Err(e) = self.close_as(PoolState::Draining, now) {
+                    return (Err(e), false);
+                }
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (Ok(out), released)
+            },
+        )
+    }
+
+    /// What a driver call refused by the token returns.
+    fn busy(op: &'static str, state: PoolState) -> Result<PollOutcome, PoolError> {
+        match state {
+            PoolState::Released => Err(PoolError::WrongState { op, state }),
+            _ => Ok(PollOutcome::Busy),
+        }
+    }
+
+    /// Closes the caches, then moves the state to `to` (the driver holds
+    /// the token).
+    fn close_as(&self, to: PoolState, now: u64) -> Result<PoolState, PoolError> {
+        if self.state() == PoolState::Released {
+            let op = if to == PoolState::Orphaned {
+                "orphan"
+            } else {
+                "drain"
+            };
+            return Err(PoolError::WrongState {
+                op,
+                state: PoolState::Released,
+            });
         }
         self.close_caches();
-        Ok(self.poll(now, mapper))
+        self.shutdown.close(to, now)
     }
 
     /// [`begin_drain`](PoolCore::begin_drain), then flushes every cache.
@@ -968,11 +1129,21 @@ impl PoolCore {
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
-        self.shutdown.close(PoolState::Draining, now)?;
-        self.close_caches();
-        // SAFETY: forwarded caller contract.
-        unsafe { self.flush_all_quiescent() }?;
-        Ok(self.poll(now, mapper))
+        self.drive(
+            |state| Self::busy("drain", state),
+            || {
+                if let Err(e) = self.close_as(PoolState::Draining, now) {
+                    return (Err(e), false);
+                }
+                // SAFETY: forwarded caller contract.
+                if let Err(e) = unsafe { self.flush_all_quiescent() } {
+                    return (Err(e), false);
+                }
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (Ok(out), released)
+            },
+        )
     }
 
     /// The forced path for a device that disappeared: unmaps its DMA
@@ -986,41 +1157,81 @@ impl PoolCore {
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
-        if self.state() == PoolState::Released {
-            return Ok(PollOutcome::AlreadyReleased);
-        }
-        let unmapped = match self.dma.remove(device, &self.table, mapper) {
-            Err(PoolError::UnknownDevice { .. }) => Ok(0),
-            r => r,
-        };
-        if self.shutdown.close(PoolState::Orphaned, now)? == PoolState::Released {
-            return Ok(PollOutcome::AlreadyReleased);
-        }
-        self.close_caches();
-        let outcome = self.poll(now, mapper);
-        unmapped.map(|_| outcome)
+        self.drive(
+            |state| match state {
+                PoolState::Released => Ok(PollOutcome::AlreadyReleased),
+                _ => Ok(PollOutcome::Busy),
+            },
+            || {
+                if self.state() == PoolState::Released {
+                    return (Ok(PollOutcome::AlreadyReleased), false);
+                }
+                let unmapped = match self.dma().remove(device, self.table(), mapper) {
+                    Err(PoolError::UnknownDevice { .. }) => Ok(0),
+                    r => r,
+                };
+                if let Err(e) = self.close_as(PoolState::Orphaned, now) {
+                    return (Err(e), false);
+                }
+                let outcome = self.poll_driver(now, mapper);
+                let released = matches!(outcome, PollOutcome::Released { .. });
+                (unmapped.map(|_| outcome), released)
+            },
+        )
     }
 
     /// One step of the deferred release: releases the pool when no object
     /// is out (exactly one call ever gets [`PollOutcome::Released`], and it
     /// unmaps the devices still attached), otherwise says when to poll again
     /// and whether to warn.
+    ///
+    /// **One driver at a time.** `begin_drain`, `drain_quiescent`, `orphan`
+    /// and `poll` take a driver token: a call racing another one returns
+    /// [`PollOutcome::Busy`] having touched nothing but the token, and the
+    /// call that releases the pool keeps the token, so no later driver call
+    /// gets past it. The caller that got `Released` may free the memory
+    /// once no other call on the pool can still start (e.g. one alarm or
+    /// thread drives shutdown): the token shortens a racing caller's touch
+    /// to one CAS, it cannot make a call that starts after the free safe.
     pub fn poll(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        self.drive(
+            |state| match state {
+                PoolState::Released => PollOutcome::AlreadyReleased,
+                _ => PollOutcome::Busy,
+            },
+            || {
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (out, released)
+            },
+        )
+    }
+
+    /// [`poll`](PoolCore::poll) for the token holder.
+    fn poll_driver(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        self.shutdown.touch();
         match self.state() {
             PoolState::Active => return PollOutcome::NotDraining,
             PoolState::Released => return PollOutcome::AlreadyReleased,
             PoolState::Draining | PoolState::Orphaned => {}
         }
-        let inflight = self.inflight();
-        if inflight > 0 {
-            return self.shutdown.wait(now, inflight);
+        {
+            // No registration between the inflight read and the release
+            // (see `register_chunk`).
+            let _registrations = self.table().hold_registrations();
+            let inflight = self.inflight();
+            if inflight > 0 {
+                return self.shutdown.wait(now, inflight);
+            }
+            if !self.shutdown.try_release() {
+                return PollOutcome::AlreadyReleased;
+            }
         }
-        if !self.shutdown.try_release() {
-            return PollOutcome::AlreadyReleased;
-        }
+        // `release_all` takes the DMA lock, which `dma_attach` / `dma_sync`
+        // hold while they check the state and map.
         PollOutcome::Released {
             waited_ns: self.shutdown.waited(now),
-            dma: self.dma.release_all(&self.table, mapper),
+            dma: self.dma().release_all(self.table(), mapper),
         }
     }
 
@@ -1039,30 +1250,45 @@ impl PoolCore {
         let ring_slots = self.ring().slots();
         // SAFETY: all written by `init`; the caller guarantees no further use.
         unsafe {
-            let ring = base.add(self.hdr.ring_offset).cast::<PtrRing>();
-            let slots = ring.add(1).cast::<crate::sync::AtomicUsize>();
+            let ring = base.add(self.hdr.ring_offset);
+            let slots = ring
+                .add(crate::ptr_ring::HEADER_BYTES)
+                .cast::<crate::sync::AtomicUsize>();
             for i in 0..ring_slots {
                 core::ptr::drop_in_place(slots.add(i));
             }
-            core::ptr::drop_in_place(ring);
+            crate::ptr_ring::drop_header_in_place(ring);
             for i in 0..self.hdr.max_lcores {
-                core::ptr::drop_in_place(
-                    base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride)
-                        .cast::<CachePadded<LcoreCache>>(),
+                LcoreCache::drop_in_place(
+                    base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride),
                 );
             }
-            self.table.drop_arrays();
-            self.dma.drop_slots();
-            self.validator.drop_bitmap();
-            core::ptr::drop_in_place(base.cast::<PoolCore>());
+            self.table().drop_arrays();
+            self.dma().drop_slots();
+            self.validator().drop_bitmap();
+            let p = self as *const PoolCore as *mut PoolCore;
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).any));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).table_hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).dma_hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).shutdown));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).validator_hdr));
         }
     }
 }
 
 /// A pool on the Rust heap, for tests, benchmarks and users outside DPDK.
+///
+/// Made with [`HeapPool::new_freeing`], it frees its block as soon as one of
+/// its own driver methods (`begin_drain`, `drain_quiescent`, `orphan`,
+/// `poll`, which shadow `PoolCore`'s) returns [`PollOutcome::Released`], as
+/// a DPDK application frees the memzone: a touch after release is then a
+/// use after free that Miri and valgrind report.
 pub struct HeapPool {
     mem: NonNull<u8>,
     alloc: std::alloc::Layout,
+    free_on_release: bool,
+    freed: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the pool it owns is `Sync`; the allocation is not thread-affine.
@@ -1109,7 +1335,89 @@ impl HeapPool {
         // owned by the returned value until `drop`; the single-sided
         // contract is our caller's (this function's own contract).
         unsafe { PoolCore::init(mem, &layout) };
-        Ok(HeapPool { mem, alloc })
+        Ok(HeapPool {
+            mem,
+            alloc,
+            free_on_release: false,
+            freed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// [`HeapPool::new`] for a pool that frees its block at release (see
+    /// the type's documentation).
+    ///
+    /// # Safety
+    /// Once a driver method of the returned value returned
+    /// [`PollOutcome::Released`], nothing uses the pool any more (no
+    /// method, no dereference, on any thread) except dropping it.
+    pub unsafe fn new_freeing(config: &PoolConfig) -> Result<HeapPool, PoolError> {
+        let mut p = Self::new(config)?;
+        p.free_on_release = true;
+        Ok(p)
+    }
+
+    /// Frees the block when `out` is the release and the pool frees at
+    /// release.
+    fn after(&self, out: &PollOutcome) {
+        if !self.free_on_release || !matches!(out, PollOutcome::Released { .. }) {
+            return;
+        }
+        // Relaxed: only this value's own methods read it (`drop`, which
+        // runs after every other use).
+        self.freed.store(true, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(loom)]
+        (**self).shutdown.mark_freed();
+        #[cfg(not(loom))]
+        // SAFETY: allocated in `new` with this layout; released, so by
+        // `new_freeing`'s contract nothing uses the pool any more.
+        unsafe {
+            std::alloc::dealloc(self.mem.as_ptr(), self.alloc)
+        };
+    }
+
+    /// [`PoolCore::poll`], then the free at release ([`HeapPool::new_freeing`]).
+    pub fn poll(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        let out = (**self).poll(now, mapper);
+        self.after(&out);
+        out
+    }
+
+    /// [`PoolCore::begin_drain`], then the free at release.
+    pub fn begin_drain(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        let out = (**self).begin_drain(now, mapper)?;
+        self.after(&out);
+        Ok(out)
+    }
+
+    /// [`PoolCore::drain_quiescent`], then the free at release.
+    ///
+    /// # Safety
+    /// As [`PoolCore::drain_quiescent`].
+    pub unsafe fn drain_quiescent(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        // SAFETY: forwarded caller contract.
+        let out = unsafe { (**self).drain_quiescent(now, mapper) }?;
+        self.after(&out);
+        Ok(out)
+    }
+
+    /// [`PoolCore::orphan`], then the free at release.
+    pub fn orphan(
+        &self,
+        device: DeviceId,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        let out = (**self).orphan(device, now, mapper)?;
+        self.after(&out);
+        Ok(out)
     }
 
     /// The block's base address (what [`PoolCore::attach`] takes).
@@ -1120,14 +1428,20 @@ impl HeapPool {
 
 impl core::ops::Deref for HeapPool {
     type Target = PoolCore;
+    #[inline(always)]
     fn deref(&self) -> &PoolCore {
-        // SAFETY: initialised in `new`, freed only in `drop`.
-        unsafe { &*self.mem.as_ptr().cast::<PoolCore>() }
+        // SAFETY: initialised in `new`, freed only in `drop`; `mem` comes
+        // from the allocator and covers the whole block.
+        unsafe { PoolCore::attach_unchecked(self.mem) }
     }
 }
 
 impl Drop for HeapPool {
     fn drop(&mut self) {
+        #[cfg(not(loom))]
+        if *self.freed.get_mut() {
+            return;
+        }
         #[cfg(loom)]
         // SAFETY: we own the pool and nothing uses it after this.
         unsafe {

@@ -159,18 +159,28 @@ impl RingError {
 /// let spsc = unsafe { spsc.with_single_producer(true).with_single_consumer(true) };
 /// assert!(spsc.single_producer() && spsc.single_consumer());
 /// ```
+///
+/// The fields are private: a layout only comes from the validating
+/// constructors, so `slots` and `bytes` always agree with each other and
+/// with `capacity` and `batch`, and the safe [`HeapRing::new`] can trust
+/// them. A forged layout does not compile:
+///
+/// ```compile_fail
+/// let mut l = mempool::RingLayout::for_capacity(4).unwrap();
+/// l.slots = 1 << 10; // private field
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingLayout {
     /// Objects the ring is guaranteed to hold.
-    pub capacity: usize,
+    capacity: usize,
     /// Consumer invalidation batch.
-    pub batch: usize,
+    batch: usize,
     /// Number of slots (power of two, `>= capacity + batch - 1`).
-    pub slots: usize,
+    slots: usize,
     /// Bytes of memory the ring needs.
-    pub bytes: usize,
+    bytes: usize,
     /// Alignment the memory must have.
-    pub align: usize,
+    align: usize,
     /// Single-producer mode (DPDK's `RING_F_SP_ENQ`): enqueues take no lock.
     /// Set only through the `unsafe` [`with_single_producer`](RingLayout::with_single_producer),
     /// whose caller guarantees one enqueuer at a time: the safe methods of
@@ -182,10 +192,22 @@ pub struct RingLayout {
 
 impl RingLayout {
     /// Layout for a ring that must hold `capacity` objects, with the default
-    /// batch (16, or 1 below [`BATCH_MIN_CAPACITY`]).
+    /// batch: 1 below [`BATCH_MIN_CAPACITY`]; above, 16, or less when a
+    /// smaller batch (at least 2) keeps `capacity + batch - 1` within the
+    /// next power of two. A pool of `2^k - 1` objects (DPDK's recommended
+    /// sizes) then gets `2^k` slots with batch 2 instead of `2^(k+1)`
+    /// slots; an exact power of two keeps batch 16 and twice the slots,
+    /// like `rte_ring`.
     pub const fn for_capacity(capacity: usize) -> Option<RingLayout> {
         let batch = if capacity >= BATCH_MIN_CAPACITY {
-            DEFAULT_BATCH
+            // Slack up to the next power of two: a batch of `fit` needs no
+            // more slots than that power.
+            let fit = capacity.next_power_of_two() - capacity + 1;
+            if fit >= 2 && fit < DEFAULT_BATCH {
+                fit
+            } else {
+                DEFAULT_BATCH
+            }
         } else {
             1
         };
@@ -199,16 +221,44 @@ impl RingLayout {
             return None;
         }
         let slots = (capacity + batch - 1).next_power_of_two();
-        let bytes = core::mem::size_of::<PtrRing>() + slots * core::mem::size_of::<AtomicUsize>();
+        // Rounded up to the alignment: a `&PtrRing` covers its padded size.
+        let align = core::mem::align_of::<RingHeader>();
+        let bytes =
+            (HEADER_BYTES + slots * core::mem::size_of::<AtomicUsize>()).next_multiple_of(align);
         Some(RingLayout {
             capacity,
             batch,
             slots,
             bytes,
-            align: core::mem::align_of::<PtrRing>(),
+            align,
             single_producer: false,
             single_consumer: false,
         })
+    }
+
+    /// Objects the ring is guaranteed to hold.
+    pub const fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Consumer invalidation batch.
+    pub const fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Number of slots (power of two, `>= capacity + batch - 1`).
+    pub const fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Bytes of memory the ring needs.
+    pub const fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Alignment the memory must have.
+    pub const fn align(&self) -> usize {
+        self.align
     }
 
     /// Whether rings of this layout take no producer lock.
@@ -292,13 +342,30 @@ struct Config {
     single_consumer: bool,
 }
 
-/// The ring header; `slots` slot words follow it in the same memory.
-/// Holds no pointers, so every process that maps the memory can use it.
+/// The ring's three cache-line groups, at the start of its memory.
 #[repr(C)]
-pub struct PtrRing {
+struct RingHeader {
     producer: CachePadded<Producer>,
     consumer: CachePadded<Consumer>,
     config: CachePadded<Config>,
+}
+
+/// Bytes from a ring's start to its first slot (the header is a whole
+/// number of padded lines, so the slots follow it with no gap).
+pub(crate) const HEADER_BYTES: usize = core::mem::size_of::<RingHeader>();
+
+/// The ring: its header, then `slots` slot words, in the caller's memory.
+/// Holds no pointers, so every process that maps the memory can use it.
+///
+/// A dynamically sized type: a `&PtrRing` covers the header *and* the
+/// slots, so every slot access is derived from a reference whose
+/// provenance spans the whole ring (no pointer reaches past the memory its
+/// reference covers). The slice length is the slot count; the code indexes
+/// with `seq & mask` from the read-only configuration.
+#[repr(C)]
+pub struct PtrRing {
+    hdr: RingHeader,
+    slots: [AtomicUsize],
 }
 
 // SAFETY: all shared mutable state is atomic; the header is only ever used by
@@ -311,16 +378,18 @@ impl PtrRing {
     /// Initialises a ring in `mem` and returns a reference to it.
     ///
     /// # Safety
-    /// * `mem` is valid for writes of `layout.bytes` bytes, aligned to
-    ///   `layout.align`, and not used for anything else while the ring lives;
-    /// * `layout` comes from [`RingLayout`]'s constructors;
+    /// * `mem` is valid for writes of `layout.bytes()` bytes, aligned to
+    ///   `layout.align()`, and not used for anything else while the ring
+    ///   lives; its provenance covers all of them;
     /// * the memory outlives `'a`.
     pub unsafe fn init<'a>(mem: NonNull<u8>, layout: &RingLayout) -> &'a PtrRing {
-        let hdr = mem.as_ptr().cast::<PtrRing>();
-        // SAFETY: the caller guarantees `mem` is writable, aligned and large
-        // enough for the header and `layout.slots` slot words after it.
+        let hdr = mem.as_ptr().cast::<RingHeader>();
+        // SAFETY: the caller guarantees `mem` is writable, aligned and
+        // `layout.bytes` long, which `RingLayout`'s constructors (the only
+        // way to make one) computed as the header plus `layout.slots` slot
+        // words.
         unsafe {
-            hdr.write(PtrRing {
+            hdr.write(RingHeader {
                 producer: CachePadded::new(Producer {
                     lock: SpinLock::new(),
                     seq: AtomicUsize::new(0),
@@ -339,65 +408,91 @@ impl PtrRing {
                     single_consumer: layout.single_consumer,
                 }),
             });
-            let slots = hdr.add(1).cast::<AtomicUsize>();
+            let slots = mem.as_ptr().add(HEADER_BYTES).cast::<AtomicUsize>();
             for i in 0..layout.slots {
                 slots.add(i).write(AtomicUsize::new(0));
             }
-            let ring = &*hdr;
+            let ring = Self::from_raw(mem, layout.slots);
             // Release pairs with the Acquire load in `attach`: a process that
             // sees the magic sees an initialised ring.
-            ring.config.magic.store(RING_MAGIC, Ordering::Release);
+            ring.hdr.config.magic.store(RING_MAGIC, Ordering::Release);
             ring
         }
+    }
+
+    /// The ring at `mem` with `slots` slots, as one reference covering
+    /// header and slots.
+    ///
+    /// # Safety
+    /// `mem` holds an initialised ring of `slots` slots, valid (with
+    /// provenance over all of it) for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn from_raw<'a>(mem: NonNull<u8>, slots: usize) -> &'a PtrRing {
+        // The slice length becomes the `slots` field's length: a pointer
+        // cast between unsized types keeps the metadata.
+        let fat =
+            core::ptr::slice_from_raw_parts(mem.as_ptr().cast_const(), slots) as *const PtrRing;
+        // SAFETY: the caller's guarantee.
+        unsafe { &*fat }
     }
 
     /// Returns the ring already initialised in `mem` (by this or another
     /// process).
     ///
     /// # Safety
-    /// `mem` points to memory that [`PtrRing::init`] initialised (or at least
-    /// to `size_of::<PtrRing>()` readable bytes, checked by magic) and that
-    /// outlives `'a`.
+    /// `mem` points to at least the ring header's bytes (checked by magic,
+    /// read through the raw pointer before any reference is made), and, if
+    /// the magic matches, to a ring [`PtrRing::init`] initialised, all
+    /// valid for `'a`.
     pub unsafe fn attach<'a>(mem: NonNull<u8>) -> Result<&'a PtrRing, RingError> {
-        // SAFETY: the caller guarantees the header bytes are readable and live.
-        let ring = unsafe { &*mem.as_ptr().cast::<PtrRing>() };
-        // Acquire pairs with the Release store at the end of `init`.
-        if ring.config.magic.load(Ordering::Acquire) != RING_MAGIC {
+        let hdr = mem.as_ptr().cast::<RingHeader>();
+        // `CachePadded` keeps its value at offset 0 (tested below).
+        // SAFETY: in bounds of the header bytes the caller guarantees.
+        let cfg = unsafe { core::ptr::addr_of!((*hdr).config) }.cast::<Config>();
+        // SAFETY: the caller guarantees the header bytes are readable; only
+        // the magic word is read, through a raw place (no reference to the
+        // possibly foreign memory yet). Acquire pairs with the Release store
+        // at the end of `init`.
+        let magic = unsafe { (*core::ptr::addr_of!((*cfg).magic)).load(Ordering::Acquire) };
+        if magic != RING_MAGIC {
             return Err(RingError::NotARing {
                 addr: mem.as_ptr() as usize,
             });
         }
-        Ok(ring)
+        // SAFETY: the magic proves an initialised ring; `mask` is read-only.
+        let slots = unsafe { (*cfg).mask } + 1;
+        // SAFETY: initialised ring of `slots` slots (caller's contract).
+        Ok(unsafe { Self::from_raw(mem, slots) })
     }
 
     /// Objects the ring is guaranteed to hold.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.config.capacity
+        self.hdr.config.capacity
     }
 
     /// Consumer invalidation batch.
     #[inline]
     pub fn batch(&self) -> usize {
-        self.config.batch
+        self.hdr.config.batch
     }
 
     /// Number of slots.
     #[inline]
     pub fn slots(&self) -> usize {
-        self.config.mask + 1
+        self.hdr.config.mask + 1
     }
 
     /// Whether the ring is in single-producer mode (DPDK's `RING_F_SP_ENQ`).
     #[inline]
     pub fn is_single_producer(&self) -> bool {
-        self.config.single_producer
+        self.hdr.config.single_producer
     }
 
     /// Whether the ring is in single-consumer mode (DPDK's `RING_F_SC_DEQ`).
     #[inline]
     pub fn is_single_consumer(&self) -> bool {
-        self.config.single_consumer
+        self.hdr.config.single_consumer
     }
 
     /// The mode in DPDK's words: `"MP/MC"`, `"SP/MC"`, `"MP/SC"` or `"SP/SC"`.
@@ -412,14 +507,9 @@ impl PtrRing {
 
     #[inline(always)]
     fn slot(&self, seq: usize) -> &AtomicUsize {
-        // SAFETY: `init` wrote `mask + 1` slot words right after the header,
-        // and `seq & mask` is below that.
-        unsafe {
-            &*(self as *const PtrRing)
-                .add(1)
-                .cast::<AtomicUsize>()
-                .add(seq & self.config.mask)
-        }
+        // SAFETY: `init` wrote `mask + 1` slot words, the length of
+        // `self.slots`, and `seq & mask` is below that.
+        unsafe { &*self.slots.as_ptr().add(seq & self.hdr.config.mask) }
     }
 
     /// The slots of sequence numbers `[seq, seq + n)` as at most two
@@ -430,7 +520,7 @@ impl PtrRing {
     /// configuration in shared memory cannot make them reach past it.
     #[inline(always)]
     fn runs(&self, seq: usize, n: usize) -> (&[AtomicUsize], &[AtomicUsize]) {
-        let mask = self.config.mask;
+        let mask = self.hdr.config.mask;
         debug_assert!(n <= mask + 1, "run of {n} slots in a ring of {}", mask + 1);
         let start = seq & mask;
         let first = n.min(mask + 1 - start);
@@ -442,7 +532,7 @@ impl PtrRing {
         // second `[0, second)` with `second <= start`: both inside the slot
         // array and disjoint. Shared slices of atomics alias nothing mutable.
         unsafe {
-            let base = (self as *const PtrRing).add(1).cast::<AtomicUsize>();
+            let base = self.slots.as_ptr();
             (
                 core::slice::from_raw_parts(base.add(start), first),
                 core::slice::from_raw_parts(base, second),
@@ -453,20 +543,20 @@ impl PtrRing {
     /// Takes the producer lock, unless the ring is single-producer.
     #[inline(always)]
     fn producer_guard(&self) -> Option<SpinGuard<'_>> {
-        if self.config.single_producer {
+        if self.hdr.config.single_producer {
             None
         } else {
-            Some(self.producer.lock.lock())
+            Some(self.hdr.producer.lock.lock())
         }
     }
 
     /// Takes the consumer lock, unless the ring is single-consumer.
     #[inline(always)]
     fn consumer_guard(&self) -> Option<SpinGuard<'_>> {
-        if self.config.single_consumer {
+        if self.hdr.config.single_consumer {
             None
         } else {
-            Some(self.consumer.lock.lock())
+            Some(self.hdr.consumer.lock.lock())
         }
     }
 
@@ -489,10 +579,10 @@ impl PtrRing {
         if n == 0 {
             return Ok(());
         }
-        if n > self.config.capacity {
+        if n > self.hdr.config.capacity {
             return Err(RingError::BulkTooLarge {
                 requested: n,
-                capacity: self.config.capacity,
+                capacity: self.hdr.config.capacity,
             });
         }
         // Branch-free null scan (one test for the whole bulk), before the
@@ -505,7 +595,7 @@ impl PtrRing {
         // Relaxed: `seq` is only written by the producer side, and the
         // previous writer happens-before us (the producer lock we hold, or
         // the single-producer contract).
-        let p = self.producer.seq.load(Ordering::Relaxed);
+        let p = self.hdr.producer.seq.load(Ordering::Relaxed);
         // Acquire pairs with the Release clears in `invalidate`. Clears
         // happen in sequence order (one consumer at a time, each clearing
         // its range first to last, each invalidation happening-before the
@@ -518,13 +608,17 @@ impl PtrRing {
             return Err(RingError::NoSpace { requested: n });
         }
         let (a, b) = self.runs(p, n);
-        // Relaxed, published before the fills, so a consumer can never be
-        // seen ahead of `seq` (keeps `len` non-negative): pairs, through the
-        // Release fills below and the consumer's Release `head` store in
-        // `consume`, with the Acquire `head` load in `len`.
-        self.producer
+        // Published before the fills, so a consumer can never be seen ahead
+        // of `seq` (pairs, through the Release fills below and the
+        // consumer's Release `head` store in `consume`, with the Acquire
+        // `head` load in `len`). Release (a plain store on x86) pairs with
+        // the first Acquire `seq` load in `len`: a reader that sees this
+        // `seq` sees every `head` store that happens-before this enqueue,
+        // so its `head` is not from an older lap.
+        self.hdr
+            .producer
             .seq
-            .store(p.wrapping_add(n), Ordering::Relaxed);
+            .store(p.wrapping_add(n), Ordering::Release);
         // Fills in sequence order (first run, then the wrapped one): the
         // consumer relies on it (see `dequeue_bulk`).
         let (oa, ob) = objs.split_at(a.len());
@@ -544,18 +638,19 @@ impl PtrRing {
         let _guard = self.producer_guard();
         // Relaxed: as in `enqueue_bulk`, the previous writer of `seq`
         // happens-before us (producer lock or single-producer contract).
-        let p = self.producer.seq.load(Ordering::Relaxed);
+        let p = self.hdr.producer.seq.load(Ordering::Relaxed);
         let s = self.slot(p);
         // Acquire pairs with the Release clear in `invalidate` (see
         // `enqueue_bulk`).
         if s.load(Ordering::Acquire) != 0 {
             return Err(RingError::NoSpace { requested: 1 });
         }
-        // Relaxed, before the fill: pairs, through the Release fill and the
-        // consumer's Release `head` store, with the Acquire load in `len`.
-        self.producer
+        // Before the fill; Release pairs with the first Acquire `seq` load
+        // in `len` (see `enqueue_bulk`).
+        self.hdr
+            .producer
             .seq
-            .store(p.wrapping_add(1), Ordering::Relaxed);
+            .store(p.wrapping_add(1), Ordering::Release);
         // Release pairs with the Acquire loads in `dequeue_bulk`,
         // `dequeue_burst` and `is_empty`.
         s.store(obj as usize, Ordering::Release);
@@ -577,17 +672,17 @@ impl PtrRing {
         if n == 0 {
             return Ok(());
         }
-        if n > self.config.capacity {
+        if n > self.hdr.config.capacity {
             return Err(RingError::BulkTooLarge {
                 requested: n,
-                capacity: self.config.capacity,
+                capacity: self.hdr.config.capacity,
             });
         }
         let _guard = self.consumer_guard();
         // Relaxed: `head` is only written by the consumer side, and the
         // previous writer happens-before us (the consumer lock we hold, or
         // the single-consumer contract).
-        let h = self.consumer.head.load(Ordering::Relaxed);
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
         // Acquire pairs with the Release fill in `enqueue_bulk` /
         // `enqueue_one`. Slots are filled in sequence order (one producer at
         // a time, in order, each enqueue happening-before the next), so the
@@ -614,7 +709,7 @@ impl PtrRing {
         let _guard = self.consumer_guard();
         // Relaxed: as in `dequeue_bulk`, the previous writer of `head`
         // happens-before us (consumer lock or single-consumer contract).
-        let h = self.consumer.head.load(Ordering::Relaxed);
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
         // Acquire pairs with the Release fill in `fill_run` / `enqueue_one`
         // (as in `dequeue_bulk`, for a bulk of one).
         let obj = self.slot(h).load(Ordering::Acquire);
@@ -664,7 +759,7 @@ impl PtrRing {
     /// Same single-consumer contract as [`dequeue_bulk`](PtrRing::dequeue_bulk).
     #[inline]
     pub fn dequeue_burst(&self, out: &mut [*mut c_void]) -> usize {
-        let max = out.len().min(self.config.capacity);
+        let max = out.len().min(self.hdr.config.capacity);
         if max == 0 {
             return 0;
         }
@@ -672,7 +767,7 @@ impl PtrRing {
         // Relaxed: `head` is only written by the consumer side, and the
         // previous writer happens-before us (consumer lock or
         // single-consumer contract).
-        let h = self.consumer.head.load(Ordering::Relaxed);
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
         let runs = self.runs(h, max);
         // Acquire pairs with the Release fill in `enqueue_bulk` /
         // `enqueue_one`. As in `dequeue_bulk`: `max <= capacity`, so a full
@@ -707,11 +802,11 @@ impl PtrRing {
     fn consume(&self, new_head: usize) {
         // Release pairs with the Acquire head load in `len`/`is_empty`. It is
         // stored before any slot is cleared: see `is_empty`.
-        self.consumer.head.store(new_head, Ordering::Release);
+        self.hdr.consumer.head.store(new_head, Ordering::Release);
         // Relaxed: `tail` is only touched by the consumer side, whose
         // previous writer happens-before us.
-        let tail = self.consumer.tail.load(Ordering::Relaxed);
-        if new_head.wrapping_sub(tail) >= self.config.batch {
+        let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
+        if new_head.wrapping_sub(tail) >= self.hdr.config.batch {
             self.invalidate(tail, new_head);
         }
     }
@@ -733,7 +828,7 @@ impl PtrRing {
             clear_run(b);
         }
         // Relaxed: only the consumer side reads `tail`.
-        self.consumer.tail.store(head, Ordering::Relaxed);
+        self.hdr.consumer.tail.store(head, Ordering::Relaxed);
     }
 
     /// `true` only if the ring held no object at some instant during the
@@ -755,7 +850,7 @@ impl PtrRing {
     pub fn is_empty(&self) -> bool {
         loop {
             // Acquire pairs with the Release store in `consume`.
-            let h = self.consumer.head.load(Ordering::Acquire);
+            let h = self.hdr.consumer.head.load(Ordering::Acquire);
             // Acquire pairs with the Release fill in `enqueue_bulk` and with
             // the Release clear in `invalidate`.
             if self.slot(h).load(Ordering::Acquire) != 0 {
@@ -763,29 +858,45 @@ impl PtrRing {
             }
             // Relaxed: ordered after the Acquire slot load above; if that
             // load saw a clear, the head store before the clear is visible.
-            if self.consumer.head.load(Ordering::Relaxed) == h {
+            if self.hdr.consumer.head.load(Ordering::Relaxed) == h {
                 return true;
             }
             spin_hint();
         }
     }
 
-    /// Number of objects in the ring. Exact when no operation is in progress;
-    /// under concurrency a value the ring held at some instant between the
-    /// two loads, never above the slot count. Lockless, in every mode.
+    /// Number of objects in the ring. Exact when no operation is in
+    /// progress; under concurrency a count the ring really held (an enqueue
+    /// in progress counts as done) at an instant during the call, so never
+    /// above the slot count. Lockless, in every mode; retries while
+    /// producers move `seq` under it.
+    ///
+    /// Reading `head` then `seq` once is no snapshot: between the two loads
+    /// an object can go round the ring many times, and `seq - head` then
+    /// counts it on every lap. Here `seq` is read on both sides of `head`:
+    /// when both reads agree, no enqueue completed in between, so at the
+    /// instant `head` was read the ring held `seq - head` objects.
     #[inline]
     pub fn len(&self) -> usize {
-        // Acquire pairs with the Release store of `head` in `consume`; that
-        // store follows (through the Release fill it consumed) the producer's
-        // `seq` store, so `seq` read next is never behind `h`.
-        let h = self.consumer.head.load(Ordering::Acquire);
-        // Relaxed: ordered by the Acquire `head` load above (pairs with the
-        // Relaxed `seq` store in `enqueue_bulk` through the chain described
-        // there).
-        let p = self.producer.seq.load(Ordering::Relaxed);
-        let n = p.wrapping_sub(h);
-        debug_assert!(n <= self.slots(), "ptr_ring len {n} above slot count");
-        n.min(self.slots())
+        loop {
+            // Acquire pairs with the Release `seq` store in `enqueue_bulk`
+            // / `enqueue_one`: every `head` store that happens-before that
+            // enqueue (e.g. the dequeue that took the object it puts back)
+            // is visible to the `head` load below.
+            let p = self.hdr.producer.seq.load(Ordering::Acquire);
+            // Acquire pairs with the Release store of `head` in `consume`:
+            // the consumer read the fills below `h`, which follow the
+            // producer's `seq` stores, so the `seq` read next is not
+            // behind `h`.
+            let h = self.hdr.consumer.head.load(Ordering::Acquire);
+            // Relaxed: ordered after the Acquire `head` load above.
+            let p2 = self.hdr.producer.seq.load(Ordering::Relaxed);
+            let n = p2.wrapping_sub(h);
+            if p == p2 && n <= self.slots() {
+                return n;
+            }
+            spin_hint();
+        }
     }
 }
 
@@ -864,6 +975,7 @@ fn clear_run(run: &[AtomicUsize]) {
 /// A ring on the Rust heap, for tests, benchmarks and users outside DPDK.
 pub struct HeapRing {
     mem: NonNull<u8>,
+    slots: usize,
     layout: std::alloc::Layout,
 }
 
@@ -875,17 +987,22 @@ unsafe impl Sync for HeapRing {}
 impl HeapRing {
     /// A heap ring with the given layout.
     pub fn new(layout: RingLayout) -> HeapRing {
-        let alloc = std::alloc::Layout::from_size_align(layout.bytes, layout.align)
+        let alloc = std::alloc::Layout::from_size_align(layout.bytes(), layout.align())
             .expect("RingLayout gives a valid allocation layout");
         // SAFETY: `alloc` has non-zero size (the header alone is non-empty).
         let raw = unsafe { std::alloc::alloc_zeroed(alloc) };
         let Some(mem) = NonNull::new(raw) else {
             std::alloc::handle_alloc_error(alloc);
         };
-        // SAFETY: freshly allocated with the layout's size and alignment, owned
-        // by the returned value until `drop`.
+        // SAFETY: freshly allocated with the size and alignment of a layout
+        // only `RingLayout`'s constructors can make, owned by the returned
+        // value until `drop`.
         unsafe { PtrRing::init(mem, &layout) };
-        HeapRing { mem, layout: alloc }
+        HeapRing {
+            mem,
+            slots: layout.slots(),
+            layout: alloc,
+        }
     }
 
     /// A heap ring holding `capacity` objects with the default batch.
@@ -902,10 +1019,22 @@ impl HeapRing {
 
 impl core::ops::Deref for HeapRing {
     type Target = PtrRing;
+    #[inline(always)]
     fn deref(&self) -> &PtrRing {
-        // SAFETY: initialised in `new`, freed only in `drop`.
-        unsafe { &*self.mem.as_ptr().cast::<PtrRing>() }
+        // SAFETY: initialised in `new` with `slots` slots, freed only in
+        // `drop`; `mem` comes from the allocator and covers the whole ring.
+        unsafe { PtrRing::from_raw(self.mem, self.slots) }
     }
+}
+
+/// Drops a ring header's atomics in place (loom's hold model state).
+///
+/// # Safety
+/// `at` holds a ring header that nothing uses afterwards.
+#[cfg(loom)]
+pub(crate) unsafe fn drop_header_in_place(at: *mut u8) {
+    // SAFETY: the caller's guarantee.
+    unsafe { core::ptr::drop_in_place(at.cast::<RingHeader>()) };
 }
 
 impl Drop for HeapRing {
@@ -913,12 +1042,11 @@ impl Drop for HeapRing {
         #[cfg(loom)]
         {
             // Loom's atomics own model state: drop them in place.
-            let slots = self.slots();
-            let hdr = self.mem.as_ptr().cast::<PtrRing>();
+            let hdr = self.mem.as_ptr().cast::<RingHeader>();
             // SAFETY: initialised in `new`; nothing uses them after this.
             unsafe {
-                let s = hdr.add(1).cast::<AtomicUsize>();
-                for i in 0..slots {
+                let s = self.mem.as_ptr().add(HEADER_BYTES).cast::<AtomicUsize>();
+                for i in 0..self.slots {
                     core::ptr::drop_in_place(s.add(i));
                 }
                 core::ptr::drop_in_place(hdr);
@@ -954,5 +1082,16 @@ mod tests {
                 assert!(any_null(&with), "null at {k} of {n}");
             }
         }
+    }
+
+    /// `attach` (here and in the pool) reads a magic through a raw pointer
+    /// that assumes `CachePadded` keeps its value at offset 0.
+    #[test]
+    fn cache_padded_value_at_offset_zero() {
+        let c = CachePadded::new(0u64);
+        assert_eq!(
+            &*c as *const u64 as usize,
+            &c as *const CachePadded<u64> as usize
+        );
     }
 }

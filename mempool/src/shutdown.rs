@@ -104,6 +104,10 @@ pub enum PollOutcome {
     },
     /// An earlier call (maybe in another process) released the pool.
     AlreadyReleased,
+    /// Another driver call (`begin_drain`, `drain_quiescent`, `orphan`,
+    /// `poll`) is in progress, maybe in another process: this one did
+    /// nothing. Shutdown has one driver at a time; poll again later.
+    Busy,
     /// The pool is active: nothing to poll.
     NotDraining,
 }
@@ -130,8 +134,17 @@ pub(crate) struct Shutdown {
     next_warn: AtomicU64,
     waits: AtomicU64,
     warnings: AtomicU64,
+    /// The driver token: 0 free, 1 held by the driver call in progress.
+    /// The call that releases the pool never gives it back, so no driver
+    /// call gets past it once the memory may be freed.
+    driver: AtomicU32,
     retry_period: u64,
     warn_period: u64,
+    /// Models the block's lifetime for loom: set when the test's owner
+    /// frees the pool; every touch of the shutdown paths reads it, so loom
+    /// reports a touch that is not ordered before the free.
+    #[cfg(loom)]
+    freed: loom::cell::UnsafeCell<bool>,
 }
 
 impl Shutdown {
@@ -143,9 +156,49 @@ impl Shutdown {
             next_warn: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             warnings: AtomicU64::new(0),
+            driver: AtomicU32::new(0),
             retry_period,
             warn_period,
+            #[cfg(loom)]
+            freed: loom::cell::UnsafeCell::new(false),
         }
+    }
+
+    /// Takes the driver token; `false` if another driver call holds it (or
+    /// the pool was released).
+    #[inline]
+    pub(crate) fn claim_driver(&self) -> bool {
+        // Acquire pairs with the Release store in `release_driver`: the
+        // previous driver's writes (cache limits, clock) are visible.
+        self.driver
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Gives the driver token back (never after a release).
+    #[inline]
+    pub(crate) fn release_driver(&self) {
+        // Release pairs with the Acquire CAS in `claim_driver`.
+        self.driver.store(0, Ordering::Release);
+    }
+
+    /// Marks a touch of the pool's memory by a shutdown path (loom only:
+    /// checks it is ordered before the owner's free).
+    #[inline(always)]
+    pub(crate) fn touch(&self) {
+        #[cfg(loom)]
+        self.freed.with(|f| {
+            // SAFETY: loom checks this read against the write in
+            // `mark_freed`; `f` points to the cell's value.
+            assert!(!unsafe { *f }, "pool touched after it was freed");
+        });
+    }
+
+    /// Models the owner's free of the block (loom only).
+    #[cfg(loom)]
+    pub(crate) fn mark_freed(&self) {
+        // SAFETY: loom checks this write against every `touch`.
+        self.freed.with_mut(|f| unsafe { *f = true });
     }
 
     /// The current state.
@@ -231,6 +284,7 @@ impl Shutdown {
     /// Records a poll that found `inflight` objects out; warns at most once
     /// per warn period across all pollers.
     pub(crate) fn wait(&self, now: u64, inflight: i64) -> PollOutcome {
+        self.touch();
         // Relaxed: statistics.
         self.waits.fetch_add(1, Ordering::Relaxed);
         // Relaxed: only a deadline; the CAS below picks one warner.

@@ -83,6 +83,39 @@ impl Validator {
             bitmap_rel,
         }
     }
+}
+
+/// The validator as its methods use it: the header, and a pointer to it
+/// whose provenance covers the pool's whole block (the bitmap lies outside
+/// what a `&Validator` covers).
+#[derive(Clone, Copy)]
+pub(crate) struct Bitmap<'a> {
+    hdr: &'a Validator,
+    at: *const u8,
+}
+
+impl core::ops::Deref for Bitmap<'_> {
+    type Target = Validator;
+    #[inline(always)]
+    fn deref(&self) -> &Validator {
+        self.hdr
+    }
+}
+
+impl<'a> Bitmap<'a> {
+    /// The validator whose header is at `at`.
+    ///
+    /// # Safety
+    /// `at` points to an initialised validator header inside the pool's
+    /// block, with provenance over the whole block, valid for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn new(at: *const Validator) -> Bitmap<'a> {
+        Bitmap {
+            // SAFETY: the caller's guarantee.
+            hdr: unsafe { &*at },
+            at: at.cast(),
+        }
+    }
 
     /// # Safety
     /// The header is at its final address in memory laid out by the pool.
@@ -106,12 +139,7 @@ impl Validator {
     fn word_ptr(&self, i: usize) -> *const AtomicU64 {
         debug_assert!(i < self.words);
         // SAFETY: the layout reserved `words` words at `bitmap_rel`.
-        unsafe {
-            (self as *const Self as *const u8)
-                .add(self.bitmap_rel)
-                .cast::<AtomicU64>()
-                .add(i)
-        }
+        unsafe { self.at.add(self.bitmap_rel).cast::<AtomicU64>().add(i) }
     }
 
     fn word(&self, idx: ObjIndex) -> Option<(&AtomicU64, u64)> {

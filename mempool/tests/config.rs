@@ -33,7 +33,7 @@ fn default_cache_rule() {
 fn explicit_cache_size_follows_dpdk_rule() {
     let mut c = PoolConfig::new(300);
     c.cache_size = Some(200); // 300 / 1.5
-    assert_eq!(c.layout().unwrap().cache_size, 200);
+    assert_eq!(c.layout().unwrap().cache_size(), 200);
     c.cache_size = Some(201);
     assert_eq!(
         c.layout().unwrap_err(),
@@ -102,24 +102,29 @@ fn parts_are_ordered_aligned_and_disjoint() {
                 ..PoolConfig::new(objects)
             };
             let l = cfg.layout().unwrap();
-            assert!(l.align >= 128 && l.align.is_power_of_two());
-            assert_eq!(l.bytes % l.align, 0);
-            assert!(l.ring.capacity >= objects, "ring must hold every object");
-            assert_eq!(l.ring_offset % l.ring.align, 0);
-            assert!(l.ring_offset >= core::mem::size_of::<mempool::PoolCore>());
-            assert!(l.caches_offset >= l.ring_offset + l.ring.bytes);
-            assert_eq!(l.caches_offset % 128, 0);
-            assert_eq!(l.lcore_stride % 128, 0);
-            assert!(l.lcore_stride >= 128 + l.cache_size * 8);
-            assert!(l.chunks_offset >= l.caches_offset + l.lcore_stride * cfg.max_lcores as usize);
-            assert!(l.order_offset > l.chunks_offset);
-            assert!(l.devices_offset > l.order_offset);
-            assert!(l.bitmap_offset >= l.devices_offset);
+            assert!(l.align() >= 128 && l.align().is_power_of_two());
+            assert_eq!(l.bytes() % l.align(), 0);
+            assert!(
+                l.ring().capacity() >= objects,
+                "ring must hold every object"
+            );
+            assert_eq!(l.ring_offset() % l.ring().align(), 0);
+            assert!(l.ring_offset() >= mempool::pool::HEADER_BYTES);
+            assert!(l.caches_offset() >= l.ring_offset() + l.ring().bytes());
+            assert_eq!(l.caches_offset() % 128, 0);
+            assert_eq!(l.lcore_stride() % 128, 0);
+            assert!(l.lcore_stride() >= 128 + l.cache_size() * 8);
+            assert!(
+                l.chunks_offset() >= l.caches_offset() + l.lcore_stride() * cfg.max_lcores as usize
+            );
+            assert!(l.order_offset() > l.chunks_offset());
+            assert!(l.devices_offset() > l.order_offset());
+            assert!(l.bitmap_offset() >= l.devices_offset());
             assert_eq!(
-                l.bitmap_words,
+                l.bitmap_words(),
                 if validate { objects.div_ceil(64) } else { 0 }
             );
-            assert!(l.bytes >= l.bitmap_offset + l.bitmap_words * 8);
+            assert!(l.bytes() >= l.bitmap_offset() + l.bitmap_words() * 8);
         }
     }
 }

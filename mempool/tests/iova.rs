@@ -251,3 +251,20 @@ fn lookups_race_registration() {
     assert!(reader.join().unwrap() > 0);
     assert_eq!(p.chunks(), n);
 }
+
+/// `iova_of` never wraps: a record whose IOVA plus an offset inside it
+/// overflows reports no IOVA instead of a wrapped address.
+#[test]
+fn iova_of_never_wraps() {
+    let info = mempool::ChunkInfo {
+        id: mempool::ChunkId(0),
+        va: VirtRange::new(VirtAddr(0x1000), 0x1000),
+        iova: Some(Iova(u64::MAX - 0x10)),
+        first: VirtAddr(0x1000),
+        stride: 64,
+        count: 64,
+        first_index: mempool::ObjIndex(0),
+    };
+    assert_eq!(info.iova_of(VirtAddr(0x1008)), Some(Iova(u64::MAX - 0x8)));
+    assert_eq!(info.iova_of(VirtAddr(0x1020)), None);
+}

@@ -28,13 +28,32 @@ fn obj(i: usize) -> *mut c_void {
 
 /// A pool of `n` objects, all in the ring, lcore 0 with a cache of `cache`.
 fn pool(n: usize, cache: usize) -> HeapPool {
-    let pool = HeapPool::new(&PoolConfig {
+    pool_with(n, cache, false)
+}
+
+/// [`pool`] that frees its block (for loom: marks it freed, and every
+/// shutdown-path touch checks it is ordered before) when one of its driver
+/// methods returns `Released`.
+fn freeing_pool(n: usize, cache: usize) -> HeapPool {
+    pool_with(n, cache, true)
+}
+
+fn pool_with(n: usize, cache: usize, freeing: bool) -> HeapPool {
+    let cfg = PoolConfig {
         max_lcores: 1,
         cache_size: Some(cache),
         max_chunks: 1,
         max_devices: 0,
         ..PoolConfig::new(n)
-    })
+    };
+    let pool = if freeing {
+        // SAFETY: every model below stops using a freeing pool once one of
+        // its driver methods returned `Released` (the checks after it only
+        // count outcomes).
+        unsafe { HeapPool::new_freeing(&cfg) }
+    } else {
+        HeapPool::new(&cfg)
+    }
     .unwrap();
     pool.register_chunk(ChunkSpec {
         va: VirtRange::new(VirtAddr(BASE), n * STRIDE),
@@ -55,9 +74,18 @@ fn pool(n: usize, cache: usize) -> HeapPool {
 /// exhaustively (~30k executions, a few seconds each; the count stops
 /// growing from a bound of 20 on). `LOOM_MAX_PREEMPTIONS` sets one.
 fn check(name: &str, f: impl Fn() + Sync + Send + 'static) {
+    check_bounded(name, None, f)
+}
+
+/// [`check`] with a preemption bound when `LOOM_MAX_PREEMPTIONS` sets none
+/// (three-thread models).
+fn check_bounded(name: &str, bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
     use std::sync::atomic::{AtomicUsize as StdCounter, Ordering as StdOrdering};
     let runs = std::sync::Arc::new(StdCounter::new(0));
-    let b = loom::model::Builder::new();
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = bound;
+    }
     let bound = b.preemption_bound;
     let t0 = std::time::Instant::now();
     let counter = std::sync::Arc::clone(&runs);
@@ -186,5 +214,169 @@ fn late_returns_race_the_final_release() {
         assert_eq!(released.load(Ordering::Relaxed), 1, "released exactly once");
         assert_eq!(pool.stats().shutdown.releases, 1);
         assert_eq!(pool.poll(3, &mut NoDma), PollOutcome::AlreadyReleased);
+    });
+}
+
+/// Shutdown has one driver at a time: `begin_drain` races a concurrent
+/// poller (an alarm) while lcore 0 returns its object on the fast path.
+/// The pool frees itself at release; no driver may touch it afterwards
+/// (loom checks every shutdown-path touch against the free). With the
+/// caches closed after the state change and no driver token, the poller
+/// could release (and free) while `begin_drain` still wrote cache limits.
+#[test]
+fn begin_drain_races_a_fast_path_put_and_a_poller() {
+    check_bounded(
+        "begin_drain_races_a_fast_path_put_and_a_poller",
+        Some(3),
+        || {
+            let pool = Arc::new(freeing_pool(3, 2));
+            let mut a = [null_mut()];
+            // SAFETY: no other thread exists yet; lcore 0 moves to `put` below.
+            unsafe { pool.get(0, &mut a) }.unwrap();
+            let a = addrs(&a);
+            let released = Arc::new(AtomicUsize::new(0));
+            let count = |released: &AtomicUsize, out: PollOutcome| {
+                if let PollOutcome::Released { .. } = out {
+                    released.fetch_add(1, Ordering::Relaxed);
+                }
+            };
+            let put = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let o = ptrs(&a);
+                    // SAFETY: this thread is the only user of lcore 0 now.
+                    unsafe {
+                        if !pool.try_put_cached(0, &o) {
+                            pool.put(0, &o).unwrap();
+                        }
+                    }
+                })
+            };
+            let drainer = {
+                let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
+                thread::spawn(move || loop {
+                    // A driver call racing another one is refused: retry.
+                    match pool.begin_drain(0, &mut NoDma).unwrap() {
+                        PollOutcome::Busy => thread::yield_now(),
+                        out => return count(&released, out),
+                    }
+                })
+            };
+            let poller = {
+                let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
+                thread::spawn(move || count(&released, pool.poll(1, &mut NoDma)))
+            };
+            put.join().unwrap();
+            drainer.join().unwrap();
+            poller.join().unwrap();
+            if released.load(Ordering::Relaxed) == 0 {
+                // Both drivers returned before the object was back: the next
+                // periodic poll releases.
+                let out = pool.poll(2, &mut NoDma);
+                assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+            } else {
+                assert_eq!(released.load(Ordering::Relaxed), 1, "released exactly once");
+            }
+        },
+    );
+}
+
+/// Two pollers (each after a late return) on a pool that frees itself at
+/// release: the loser never runs the poll body (inflight read, wait
+/// accounting, release CAS) while or after the winner frees.
+#[test]
+fn two_pollers_on_a_freeing_pool() {
+    check_bounded("two_pollers_on_a_freeing_pool", Some(3), || {
+        let pool = Arc::new(freeing_pool(2, 1));
+        let mut a = [null_mut()];
+        let mut b = [null_mut()];
+        pool.get_any(&mut a).unwrap();
+        pool.get_any(&mut b).unwrap();
+        assert!(matches!(
+            pool.begin_drain(0, &mut NoDma).unwrap(),
+            PollOutcome::Waiting { inflight: 2, .. }
+        ));
+        let released = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = [addrs(&a), addrs(&b)]
+            .into_iter()
+            .map(|o| {
+                let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
+                thread::spawn(move || {
+                    pool.put_any(&ptrs(&o)).unwrap();
+                    if let PollOutcome::Released { .. } = pool.poll(1, &mut NoDma) {
+                        released.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        if released.load(Ordering::Relaxed) == 0 {
+            let out = pool.poll(2, &mut NoDma);
+            assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+        } else {
+            assert_eq!(released.load(Ordering::Relaxed), 1, "released exactly once");
+        }
+    });
+}
+
+/// Counts live mappings across threads (each thread has its own mapper,
+/// as each process has its own `rte_dev_dma_map` calls).
+struct LiveMapper(Arc<AtomicUsize>);
+
+impl mempool::DmaMapper for LiveMapper {
+    fn map(&mut self, _: mempool::DeviceId, _: &mempool::ChunkInfo) -> Result<(), i32> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn unmap(&mut self, _: mempool::DeviceId, _: &mempool::ChunkInfo) -> Result<(), i32> {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A device attach races the final release: either the release unmaps
+/// what the attach mapped, or the attach maps nothing. With the state
+/// checked before the DMA lock, the attach could map after the release had
+/// unmapped everything: a mapping never undone.
+#[test]
+fn dma_attach_races_the_final_release() {
+    check("dma_attach_races_the_final_release", || {
+        let pool = HeapPool::new(&PoolConfig {
+            max_lcores: 0,
+            max_chunks: 1,
+            max_devices: 1,
+            ..PoolConfig::new(1)
+        })
+        .unwrap();
+        pool.register_chunk(ChunkSpec {
+            va: VirtRange::new(VirtAddr(BASE), STRIDE),
+            iova: None,
+            first: VirtAddr(BASE),
+            stride: STRIDE,
+            count: 1,
+        })
+        .unwrap();
+        pool.put_any(&[obj(0)]).unwrap();
+        let pool = Arc::new(pool);
+        let live = Arc::new(AtomicUsize::new(0));
+        let attach = {
+            let (pool, live) = (Arc::clone(&pool), Arc::clone(&live));
+            thread::spawn(move || {
+                let _ = pool.dma_attach(mempool::DeviceId(1), &mut LiveMapper(live));
+            })
+        };
+        // Nothing out: the drain releases at once (and unmaps).
+        let out = pool
+            .begin_drain(0, &mut LiveMapper(Arc::clone(&live)))
+            .unwrap();
+        assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+        attach.join().unwrap();
+        assert_eq!(
+            live.load(Ordering::Relaxed),
+            0,
+            "a mapping outlived the release"
+        );
     });
 }

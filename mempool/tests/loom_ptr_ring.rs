@@ -125,15 +125,26 @@ fn two_producers_exactly_once() {
         // Room for everything: the race is between the two producers' locked
         // sections and the consumer's head/invalidation, not a wait for room.
         let r = ring(4, 2);
+        let data = Contents::new(9);
+        data.write(9);
         r.enqueue_bulk(&[obj(9)]).unwrap();
         let hs: Vec<_> = [[1usize, 2], [3, 4]]
             .into_iter()
             .map(|pair| {
-                let r = r.clone();
-                thread::spawn(move || r.enqueue_bulk(&[obj(pair[0]), obj(pair[1])]).unwrap())
+                let (r, data) = (r.clone(), data.clone());
+                thread::spawn(move || {
+                    data.write(pair[0]);
+                    data.write(pair[1]);
+                    r.enqueue_bulk(&[obj(pair[0]), obj(pair[1])]).unwrap()
+                })
             })
             .collect();
         let mut got = drain(&r);
+        // Contents of whatever came out while the producers ran: ordered
+        // by the ring (loom reports a causality violation otherwise).
+        for &i in &got {
+            data.check(i);
+        }
         for h in hs {
             h.join().unwrap();
         }
@@ -214,10 +225,11 @@ fn is_empty_never_false_while_consumer_invalidates() {
     for (cap, batch) in [(2, 1), (4, 2), (3, 3)] {
         model(move || {
             let r = ring(cap, batch);
-            // Advance head/tail so the race happens at an invalidation point.
-            if batch > 1 {
-                r.enqueue_bulk(&[obj(8)]).unwrap();
-                assert_eq!(take(&r, 1), vec![8]);
+            // Consume `batch - 1` objects first, so the take below completes
+            // a batch and its invalidation races the check.
+            for i in 0..batch - 1 {
+                r.enqueue_bulk(&[obj(8 + i)]).unwrap();
+                assert_eq!(take(&r, 1), vec![8 + i]);
             }
             r.enqueue_bulk(&[obj(1), obj(2)]).unwrap();
             let c = {
@@ -473,6 +485,66 @@ fn spsc_is_empty_sees_completed_enqueue_while_consumer_invalidates() {
             assert_eq!(c.join().unwrap(), vec![1]);
             assert_eq!(drain(&r), vec![2]);
             assert!(r.is_empty());
+        });
+    }
+}
+
+/// The guarantees, with no retry: a dequeue succeeds when the objects it
+/// asks for were enqueued (happens-before) and are in the ring, and an
+/// enqueue that keeps the ring within capacity succeeds when every dequeue
+/// that made room happens-before it, whatever the batching lag. The ring
+/// stays full: one object is pre-filled, then the producer adds one and
+/// the consumer takes one, in turns (capacity 2: consumed slots stay full
+/// until a batch is invalidated, so the producer's slot may be lagging),
+/// over the wrap. Every operation must succeed at its first try.
+#[test]
+fn capacity_and_dequeue_guarantees_hold_without_retry() {
+    for (cap, batch) in [(2, 2), (2, 1), (3, 3)] {
+        model(move || {
+            let r = ring(cap, batch);
+            for i in 0..cap - 1 {
+                r.enqueue_bulk(&[obj(100 + i)]).unwrap();
+            }
+            // Turn: even = producer may enqueue, odd = consumer may dequeue.
+            let turn = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+            let rounds = 3;
+            let p = {
+                let (r, turn) = (r.clone(), turn.clone());
+                thread::spawn(move || {
+                    for k in 0..rounds {
+                        // Acquire pairs with the consumer's Release below:
+                        // its dequeue happens-before this enqueue.
+                        while turn.load(Ordering::Acquire) != 2 * k {
+                            thread::yield_now();
+                        }
+                        r.enqueue_bulk(&[obj(k + 1)])
+                            .expect("enqueue within capacity refused");
+                        turn.store(2 * k + 1, Ordering::Release);
+                    }
+                })
+            };
+            let c = {
+                let (r, turn) = (r.clone(), turn.clone());
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    for k in 0..rounds {
+                        // Acquire pairs with the producer's Release above.
+                        while turn.load(Ordering::Acquire) != 2 * k + 1 {
+                            thread::yield_now();
+                        }
+                        let mut out = [core::ptr::null_mut(); 1];
+                        r.dequeue_bulk(&mut out)
+                            .expect("dequeue of objects in the ring refused");
+                        got.push(out[0] as usize);
+                        turn.store(2 * k + 2, Ordering::Release);
+                    }
+                    got
+                })
+            };
+            p.join().unwrap();
+            let got = c.join().unwrap();
+            assert_eq!(got.len(), rounds);
+            assert_eq!(r.len(), cap - 1);
         });
     }
 }

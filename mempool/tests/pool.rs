@@ -51,7 +51,7 @@ fn init_in_caller_memory_holds_no_pointers() {
     // working pool (offsets, not pointers), as a secondary mapping the
     // memzone at another address would need.
     let layout = cfg().layout().unwrap();
-    let words = layout.bytes.div_ceil(128);
+    let words = layout.bytes().div_ceil(128);
     #[repr(C, align(128))]
     #[derive(Clone, Copy)]
     struct Line([u64; 16]);

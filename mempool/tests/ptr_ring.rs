@@ -19,13 +19,24 @@ fn idx(p: *mut c_void) -> usize {
 
 #[test]
 fn layout_holds_capacity_plus_batch_lag() {
-    for cap in [1, 2, 3, 63, 64, 65, 1000, 4096, 262_144] {
+    for cap in [1, 2, 3, 63, 64, 65, 127, 1000, 4096, 8191, 8180, 262_144] {
         let l = RingLayout::for_capacity(cap).unwrap();
-        assert!(l.slots.is_power_of_two());
-        assert!(l.slots >= cap + l.batch - 1, "{l:?}");
-        assert_eq!(l.batch, if cap >= 64 { 16 } else { 1 });
-        assert!(l.bytes >= l.slots * 8);
+        assert!(l.slots().is_power_of_two());
+        assert!(l.slots() >= cap + l.batch() - 1, "{l:?}");
+        assert!(l.bytes() >= l.slots() * 8);
+        if cap < 64 {
+            assert_eq!(l.batch(), 1);
+        } else if cap.next_power_of_two() - cap + 1 >= 2 {
+            // A batch that fits the next power of two: never more slots.
+            assert_eq!(l.slots(), cap.next_power_of_two(), "{l:?}");
+            assert!((2..=16).contains(&l.batch()), "{l:?}");
+        } else {
+            assert_eq!((l.batch(), l.slots()), (16, 2 * cap), "{l:?}");
+        }
     }
+    // DPDK's recommended 2^k - 1 sizes: 2^k slots (batch 2), not 2^(k+1).
+    let l = RingLayout::for_capacity(8191).unwrap();
+    assert_eq!((l.batch(), l.slots()), (2, 8192));
     assert!(RingLayout::for_capacity(0).is_none());
     assert!(RingLayout::with_batch(4, 5).is_none());
     assert!(matches!(
@@ -60,7 +71,17 @@ fn capacity_one_and_two() {
 #[test]
 fn full_ring_of_a_pool_always_takes_every_object_back() {
     // Whatever the batch lag, a ring sized for n takes all n back.
-    for (cap, batch) in [(64usize, 16usize), (100, 16), (8, 4), (5, 3), (1000, 16)] {
+    let default = |cap: usize| RingLayout::for_capacity(cap).unwrap().batch();
+    for (cap, batch) in [
+        (64usize, 16usize),
+        (100, 16),
+        (8, 4),
+        (5, 3),
+        (1000, 16),
+        (127, default(127)),
+        (255, default(255)),
+        (250, default(250)),
+    ] {
         let r = HeapRing::new(RingLayout::with_batch(cap, batch).unwrap());
         let all: Vec<_> = (0..cap).map(obj).collect();
         r.enqueue_bulk(&all).unwrap();
@@ -269,4 +290,53 @@ fn stress_1p1c_every_object_exactly_once() {
         2_000_000
     };
     stress(1, 1, total);
+}
+
+/// `len` is a snapshot: one object circulates through a 4-slot ring
+/// between two threads while a third reads `len`, which must never exceed
+/// 1 (reading `head` then `seq` once counted the object on every lap it
+/// made between the two loads: up to 4, and a debug-build panic).
+#[test]
+fn len_is_a_snapshot_while_one_object_circulates() {
+    let (reads, laps): (usize, usize) = if cfg!(miri) {
+        (100, 50)
+    } else {
+        (200_000, 200_000)
+    };
+    let r = Arc::new(HeapRing::new(RingLayout::with_batch(4, 1).unwrap()));
+    let moved = Arc::new(AtomicUsize::new(0));
+    assert_eq!(r.slots(), 4);
+    r.enqueue_bulk(&[obj(0)]).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let movers: Vec<_> = (0..2)
+        .map(|_| {
+            let (r, stop, moved) = (r.clone(), stop.clone(), moved.clone());
+            std::thread::spawn(move || {
+                let mut o = [core::ptr::null_mut()];
+                while !stop.load(Ordering::Relaxed) {
+                    if r.dequeue_bulk(&mut o).is_ok() {
+                        r.enqueue_bulk(&o).unwrap();
+                        moved.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut max = 0;
+    let mut i = 0;
+    while i < reads || moved.load(Ordering::Relaxed) < laps {
+        max = max.max(r.len());
+        i += 1;
+        if cfg!(miri) {
+            std::thread::yield_now();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for m in movers {
+        m.join().unwrap();
+    }
+    assert!(max <= 1, "len {max} with one object in the ring");
+    assert_eq!(r.len(), 1);
 }

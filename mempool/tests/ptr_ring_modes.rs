@@ -50,13 +50,13 @@ fn flags_default_off_and_reach_the_ring() {
         let l = layout(100, 16, mode);
         // The mode changes nothing of the size and shape.
         assert_eq!(
-            (l.capacity, l.batch, l.slots, l.bytes, l.align),
+            (l.capacity(), l.batch(), l.slots(), l.bytes(), l.align()),
             (
-                base.capacity,
-                base.batch,
-                base.slots,
-                base.bytes,
-                base.align
+                base.capacity(),
+                base.batch(),
+                base.slots(),
+                base.bytes(),
+                base.align()
             )
         );
         let r = HeapRing::new(l);
@@ -69,7 +69,7 @@ fn pool_config_flags_reach_the_ring() {
     let c = PoolConfig::new(100);
     assert!(!c.single_producer && !c.single_consumer);
     let l = c.layout().unwrap();
-    assert!(!l.ring.single_producer() && !l.ring.single_consumer());
+    assert!(!l.ring().single_producer() && !l.ring().single_consumer());
     for (sp, sc) in MODES {
         let cfg = PoolConfig {
             single_producer: sp,
@@ -79,18 +79,18 @@ fn pool_config_flags_reach_the_ring() {
         };
         let l = cfg.layout().unwrap();
         assert_eq!(
-            (l.ring.single_producer(), l.ring.single_consumer()),
+            (l.ring().single_producer(), l.ring().single_consumer()),
             (sp, sc)
         );
         assert_eq!(
-            l.bytes,
+            l.bytes(),
             PoolConfig {
                 max_lcores: 2,
                 ..PoolConfig::new(100)
             }
             .layout()
             .unwrap()
-            .bytes,
+            .bytes(),
             "the flags change no size"
         );
         // SAFETY: the pool is never used by more than this thread.
@@ -205,7 +205,7 @@ fn advance(r: &HeapRing, offset: usize) {
 fn every_bulk_at_every_offset_every_mode() {
     for mode in MODES {
         for (cap, batch) in [(6usize, 2usize), (7, 3), (8, 1), (5, 5), (13, 4)] {
-            let slots = layout(cap, batch, mode).slots;
+            let slots = layout(cap, batch, mode).slots();
             for offset in 0..2 * slots {
                 for k in 1..=cap {
                     let r = HeapRing::new(layout(cap, batch, mode));

@@ -26,7 +26,7 @@ fn cfg(validate: bool) -> PoolConfig {
 fn off_by_default() {
     let c = PoolConfig::new(10);
     assert!(!c.validate);
-    assert_eq!(c.layout().unwrap().bitmap_words, 0);
+    assert_eq!(c.layout().unwrap().bitmap_words(), 0);
     let pool = populated_pool(cfg(false), 0);
     assert!(!pool.validating());
     assert_eq!(pool.is_home(obj(0)), None);
@@ -219,4 +219,43 @@ fn without_validation_a_double_free_is_not_caught() {
     }
     assert_eq!(pool.stats().rejected, RejectStats::default());
     assert_eq!(pool.inflight(), -1, "over-return shows as negative");
+}
+
+/// A validated put that fails mid-bulk (`Overfull`) leaves every object it
+/// did not insert "out": the newest accepted object, held back while the
+/// first batch went in, included. A later legitimate free of all of them
+/// is accepted (no false double free).
+#[test]
+fn failed_put_mid_bulk_leaves_every_uninserted_object_out() {
+    let pool = populated_pool(cfg(true), 0);
+    let mut out = [null_mut(); 40];
+    pool.get_any(&mut out).unwrap();
+    // Fill every free slot of the ring behind the pool's back, so the
+    // put's first batch of 31 finds no room.
+    let in_ring = pool.ring().len();
+    let mut junk = 0usize;
+    while pool
+        .ring()
+        .enqueue_bulk(&[((junk + 1) * 8) as *mut c_void])
+        .is_ok()
+    {
+        junk += 1;
+    }
+    let e = pool.put_any(&out).unwrap_err();
+    assert!(matches!(e, PoolError::Overfull { .. }), "{e}");
+    for (i, &o) in out.iter().enumerate() {
+        assert_eq!(pool.is_home(o), Some(false), "object {i} left marked home");
+    }
+    // Take the junk out again (behind the objects, FIFO).
+    let mut all = Vec::new();
+    let mut chunk = [null_mut(); 64];
+    while all.len() < in_ring + junk {
+        let n = pool.ring().dequeue_burst(&mut chunk);
+        all.extend_from_slice(&chunk[..n]);
+    }
+    assert!(pool.ring().is_empty());
+    pool.ring().enqueue_bulk(&all[..in_ring]).unwrap();
+    pool.put_any(&out).unwrap();
+    assert_eq!(pool.stats().rejected, RejectStats::default());
+    assert_conserved(&pool);
 }

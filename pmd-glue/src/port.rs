@@ -726,6 +726,11 @@ pub unsafe fn shutdown_ports_with_caches(
                 std::thread::sleep(Duration::from_millis(1));
                 outcome = z.core.poll(now_ns(), &mut mapper);
             }
+            PollOutcome::Busy => {
+                // Another driver call (another process) is in progress.
+                std::thread::sleep(Duration::from_millis(1));
+                outcome = z.core.poll(now_ns(), &mut mapper);
+            }
             other @ (PollOutcome::AlreadyReleased | PollOutcome::NotDraining) => {
                 // Someone else released or re-activated it: not ours to free.
                 log!(Level::Err, "pool {name}: shutdown found the pool {other:?}");
@@ -873,7 +878,8 @@ unsafe extern "C" fn deferred_release(arg: *mut c_void) {
                 );
             }
         };
-        match z.core.poll(now_ns(), &mut mapper) {
+        let outcome = z.core.poll(now_ns(), &mut mapper);
+        match outcome {
             PollOutcome::Released { waited_ns, .. } => {
                 g.by_token.remove(&token);
                 log!(
@@ -901,10 +907,10 @@ unsafe extern "C" fn deferred_release(arg: *mut c_void) {
                 );
                 rearm(&pool_name(mp));
             }
-            PollOutcome::Waiting { inflight, .. } => {
+            PollOutcome::Busy | PollOutcome::Waiting { .. } => {
                 log!(
                     Level::Debug,
-                    "pool {}: deferred release: {inflight} inflight",
+                    "pool {}: deferred release: {outcome:?}",
                     pool_name(mp)
                 );
                 rearm(&pool_name(mp));

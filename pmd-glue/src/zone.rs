@@ -87,8 +87,8 @@ pub unsafe fn create(
     // SAFETY: `mp` is valid per the caller's contract; `name` is NUL-terminated.
     let (pool_name, socket) = unsafe { (cstr_field(&(*mp).name), (*mp).socket_id) };
     let name = zone_name(&pool_name)?;
-    let bytes = HEADER_BYTES + layout.bytes;
-    let align = layout.align.max(HEADER_BYTES) as u32;
+    let bytes = HEADER_BYTES + layout.bytes();
+    let align = layout.align().max(HEADER_BYTES) as u32;
     // SAFETY: valid name; DPDK returns null with rte_errno set on failure.
     let mz = unsafe { sys::rte_memzone_reserve_aligned(name.as_ptr(), bytes, socket, 0, align) };
     if mz.is_null() {
@@ -108,7 +108,7 @@ pub unsafe fn create(
             magic: 0,
             creator_ops_index: ops_index,
             _pad: 0,
-            core_bytes: layout.bytes as u64,
+            core_bytes: layout.bytes() as u64,
             trailing_get_failures: AtomicU64::new(0),
             get_failures: AtomicU64::new(0),
             release_token: AtomicU64::new(0),
@@ -176,7 +176,7 @@ pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
     unsafe {
         Some(Zone {
             header: &*base.cast::<ZoneHeader>(),
-            core: &*base.add(HEADER_BYTES).cast::<PoolCore>(),
+            core: PoolCore::attach_unchecked(NonNull::new_unchecked(base.add(HEADER_BYTES))),
         })
     }
 }
