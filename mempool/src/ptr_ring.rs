@@ -74,6 +74,9 @@ pub const DEFAULT_BATCH: usize = 16;
 /// Below this capacity the ring clears every consumed slot at once (batch 1),
 /// so that small rings do not pay for the lag.
 pub const BATCH_MIN_CAPACITY: usize = 64;
+/// Invalidations of at most this many slots run inline in `consume`; longer
+/// ones out of line (their loops would cost every dequeue a stack frame).
+const SHORT_CLEAR: usize = 2; // (the inline code below clears 1 or 2)
 /// Largest capacity accepted (slots are indexed by `usize`, sizes are powers of two).
 pub const MAX_CAPACITY: usize = 1 << 30;
 
@@ -806,7 +809,23 @@ impl PtrRing {
         // Relaxed: `tail` is only touched by the consumer side, whose
         // previous writer happens-before us.
         let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
-        if new_head.wrapping_sub(tail) >= self.hdr.config.batch {
+        let lag = new_head.wrapping_sub(tail);
+        if lag < self.hdr.config.batch {
+            return;
+        }
+        if lag <= SHORT_CLEAR {
+            // A short range (small batches, single objects) inline, slot by
+            // slot, in sequence order as in `invalidate`.
+            // Release pairs with the same loads as the clears in
+            // `clear_run` (the producer's room check, `is_empty`).
+            self.slot(tail).store(0, Ordering::Release);
+            if lag == 2 {
+                // Release: as above, after the first (sequence order).
+                self.slot(tail.wrapping_add(1)).store(0, Ordering::Release);
+            }
+            // Relaxed: only the consumer side reads `tail`.
+            self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
+        } else {
             self.invalidate(tail, new_head);
         }
     }
