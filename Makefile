@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all setup build test demo soak bench clean
+.PHONY: all setup build test demo soak bench clean install uninstall
 
 all: build
 
@@ -23,6 +23,17 @@ test: build
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
 	bash scripts/soak.sh 10
+	bash scripts/test-install.sh
+
+# Into EAL's plugin directory (every DPDK application on the host loads it),
+# header and pkg-config file next to DPDK's; PREFIX (/usr) and DESTDIR apply.
+# Build first (`make build`); `bash scripts/install.sh --help`.
+PREFIX ?= /usr
+install:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" bash scripts/install.sh install
+
+uninstall:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" bash scripts/install.sh uninstall
 
 # Mempool API and end-to-end benchmarks against ring_mp_mc -> bench/RESULTS.md
 bench: build
