@@ -88,7 +88,7 @@ run_testpmd() {
     feed "$log" "$cycles_file" "$duration" |
         timeout -k 5 $((duration + 90)) dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --no-telemetry \
             --vdev net_null0 --vdev net_null1 -d "$lib" --mbuf-pool-ops-name ptr_ring \
-            --log-level=mempool.ptr_ring:info -- -i --forward-mode=io "$@" >"$log" 2>&1
+            --log-level=pmd.mempool.ptr_ring:info -- -i --forward-mode=io "$@" >"$log" 2>&1
     local st=("${PIPESTATUS[@]}")
     set -e
     rc=${st[1]}

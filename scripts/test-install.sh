@@ -100,6 +100,12 @@ else
     ops=$(pool_ops_name destdir -d "$pd")
     [[ $ops == ptr_ring ]] && pass destdir_plugin_dir "mb_pool_0 ops_name $ops (telemetry)" ||
         fail destdir_plugin_dir "mb_pool_0 ops_name '$ops' (see $logs/destdir.log)"
+    # The staged plugin directory and a -d copy in one process: one
+    # registration; the copy loaded second logs (at NOTICE) that it stays unused.
+    ops=$(pool_ops_name destdir_two -d "$pd" -d "$LIB")
+    n=$(grep -c 'by another copy of the handler' "$logs/destdir_two.log")
+    [[ $ops == ptr_ring && $n == 1 ]] && pass destdir_two_copies "one registration; the other copy idle" ||
+        fail destdir_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/destdir_two.log)"
     if PREFIX=/usr DESTDIR=$dest bash scripts/install.sh uninstall >>"$logs/install.log" 2>&1 &&
         [[ -z $(find "$dest" -mindepth 1) ]]; then
         pass destdir_uninstall "nothing left"
@@ -120,7 +126,7 @@ if [[ ${TEST_INSTALL_REAL:-0} == 1 ]]; then
             ops=$(pool_ops_name real)
             [[ $ops == ptr_ring ]] && pass real_no_d "mb_pool_0 ops_name $ops without -d" ||
                 fail real_no_d "mb_pool_0 ops_name '$ops' (see $logs/real.log)"
-            ops=$(pool_ops_name twocopies -d "$LIB" --log-level=pmd.mempool.ptr_ring:notice)
+            ops=$(pool_ops_name twocopies -d "$LIB")
             n=$(grep -c 'by another copy of the handler' "$logs/twocopies.log")
             [[ $ops == ptr_ring && $n == 1 ]] && pass real_two_copies "one registration; other copy idle" ||
                 fail real_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/twocopies.log)"
