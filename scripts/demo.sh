@@ -19,6 +19,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/testpmd-rate.sh"
 
 lib=$repo_root/target/release/librte_mempool_ptr_ring.so
+plugin_path_ok "$lib" || exit 1
 [[ -f $lib ]] || { echo "demo: $lib missing: run 'make build' first" >&2; exit 1; }
 rounds=${DEMO_ROUNDS:-3}
 export TESTPMD_SECONDS=${TESTPMD_SECONDS:-4}

@@ -34,6 +34,7 @@ if ! [[ $secs =~ ^[0-9]+$ ]] || ((secs == 0)); then
 fi
 default_cache_secs=${SOAK_DEFAULT_CACHE_SECONDS:-3}
 lib=$repo_root/target/release/librte_mempool_ptr_ring.so
+plugin_path_ok "$lib" || exit 1
 [[ -f $lib ]] || { echo "soak: $lib missing: run 'make build' first" >&2; exit 1; }
 command -v dpdk-testpmd >/dev/null || { echo "soak: dpdk-testpmd not found (make setup)" >&2; exit 1; }
 logs=$repo_root/build/soak

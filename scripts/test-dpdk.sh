@@ -50,6 +50,7 @@ if [[ -n ${PTR_RING_EAL_ENV:-} ]]; then
 fi
 
 LIB=${PTR_RING_LIB:-$repo/target/release/librte_mempool_ptr_ring.so}
+plugin_path_ok "$LIB" || exit 1
 logs=$repo/build/test-dpdk
 mkdir -p "$logs"
 start=$SECONDS
