@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all setup build test demo soak bench clean loom-deep test-valgrind
+.PHONY: all setup build test demo soak bench clean install uninstall loom-deep test-valgrind
 
 all: build
 
@@ -25,6 +25,18 @@ test: build
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
 	bash scripts/soak.sh 10
+	bash scripts/test-install.sh
+	bash mempool/scripts/valgrind.sh
+
+# Into EAL's plugin directory (every DPDK application on the host loads it),
+# header and pkg-config file next to DPDK's; PREFIX (/usr) and DESTDIR apply.
+# Build first (`make build`); `bash scripts/install.sh --help`.
+PREFIX ?= /usr
+install:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" bash scripts/install.sh install
+
+uninstall:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" bash scripts/install.sh uninstall
 
 # The ring's loom models at a deeper preemption bound (make test runs 3);
 # minutes to hours, not part of make test.

@@ -206,7 +206,7 @@ else
 fi
 eal=("${lcore_args[@]}" --no-pci)
 # shellcheck disable=SC2206 # EAL_MEM is a list of arguments
-eal+=($EAL_MEM -d "$lib")
+eal+=($EAL_MEM -d "$lib" --log-level=pmd.mempool.ptr_ring:info)
 only_args=()
 [[ -n $only ]] && only_args=(--only "$only")
 autotest_cmd="DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale LD_PRELOAD=build/bench/autotest-clock.so dpdk-test -l 0-1 $EAL_MEM --no-pci -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name ptr_ring (stopped after the two no-cache sections)"
@@ -261,7 +261,7 @@ if ((autotest_scale > 0)) && command -v dpdk-test >/dev/null; then
     # its inner loops; the real rate is count / the time between two lines.
     # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
     DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale \
-        LD_PRELOAD=$clock_so stdbuf -oL timeout 900 dpdk-test -l 0-1 $EAL_MEM --no-pci -d "$lib" \
+        LD_PRELOAD=$clock_so stdbuf -oL timeout 900 dpdk-test -l 0-1 $EAL_MEM --no-pci -d "$lib" --log-level=pmd.mempool.ptr_ring:info \
         --mbuf-pool-ops-name ptr_ring </dev/null \
         > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$at_log") 2>&1 &
     at_pid=$!
@@ -334,7 +334,7 @@ testpmd_variant() {
     local log=$logs/$app-$variant-$h-$r.log
     for try in 1 2; do
         if env "${env[@]}" "${tp_env[@]}" TESTPMD_LOG="$log" bash -c 'source scripts/testpmd-rate.sh; testpmd_mpps "$@"' _ \
-            -d "$lib" --mbuf-pool-ops-name "$h" -- "${extra[@]}" >"$log.rate"; then
+            -d "$lib" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name "$h" -- "${extra[@]}" >"$log.rate"; then
             rate=$(cat "$log.rate")
             break
         fi
@@ -376,7 +376,7 @@ grep '^e2e2,testpmd,mbcache=0,ring_mp_mc,' "$out/e2e.csv" | sed 's/,mbcache=0,/,
 l2fwd_mpps() {
     local h=$1 log=$2 pid blocks deadline waited=0
     # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
-    "$l2fwd_bin" -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d "$lib" \
+    "$l2fwd_bin" -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d "$lib" --log-level=pmd.mempool.ptr_ring:info \
         --mbuf-pool-ops-name "$h" -- -p 0x3 -T 1 </dev/null >"$log" 2>&1 &
     pid=$!
     deadline=$((SECONDS + l2fwd_secs + 60))

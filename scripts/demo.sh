@@ -19,6 +19,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/testpmd-rate.sh"
 
 lib=$repo_root/target/release/librte_mempool_ptr_ring.so
+plugin_path_ok "$lib" || exit 1
 [[ -f $lib ]] || { echo "demo: $lib missing: run 'make build' first" >&2; exit 1; }
 rounds=${DEMO_ROUNDS:-3}
 export TESTPMD_SECONDS=${TESTPMD_SECONDS:-4}
@@ -46,13 +47,13 @@ for row in both-250 none own-vs-none; do
             log=$logs/testpmd-$ops-$row-$r.log
             if [[ $ops == ptr_ring ]]; then
                 env "${env[@]}" TESTPMD_LOG="$log" bash -c 'source "$1"; shift; testpmd_mpps "$@"' _ \
-                    "$repo_root/scripts/testpmd-rate.sh" -d "$lib" --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
+                    "$repo_root/scripts/testpmd-rate.sh" -d "$lib" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
                 if ! grep -q '^PTR_RING: pool mb_pool_0:' "$log"; then
                     echo "demo: ptr_ring did not serve mb_pool_0 (no handler log line in $log)" >&2
                     exit 1
                 fi
             else
-                TESTPMD_LOG=$log testpmd_mpps -d "$lib" --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
+                TESTPMD_LOG=$log testpmd_mpps -d "$lib" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
             fi
             rate=$(cat "$log.rate")
             runs[$row,$ops]+="$rate "
@@ -78,5 +79,5 @@ done
 echo "(median over rounds, range in parentheses; absolute rates drift on shared machines, compare the ratio."
 echo " The last row gives ptr_ring a cache that ring_mp_mc does not have: it is not a like-for-like result.)"
 echo
-echo "demo: the handler's own report from the last ptr_ring run with its own cache (log type mempool.ptr_ring):"
+echo "demo: the handler's own report from the last ptr_ring run with its own cache (log type pmd.mempool.ptr_ring):"
 grep '^PTR_RING:' "$logs/testpmd-ptr_ring-own-vs-none-$rounds.log" | sed 's/^/  /'

@@ -18,3 +18,19 @@ if [[ ! -f $eal_env_file ]]; then
 fi
 # shellcheck source=/dev/null
 source "$eal_env_file"
+
+# EAL refuses a -d plugin when the file or any directory above it is
+# world-writable ("... is world-writable and insecure"). Fails early, naming
+# the directory and the fix; $1: the library.
+plugin_path_ok() {
+    local p
+    p=$(readlink -f "$1") || return 0
+    while [[ -n $p ]]; do
+        if [[ -e $p && ! -L $p ]] && ((8#$(stat -c '%a' "$p") & 2)); then
+            echo "$1: $p is world-writable and EAL refuses plugins under it: build or copy the handler elsewhere (not under /tmp), or chmod o-w $p" >&2
+            return 1
+        fi
+        [[ $p == / ]] && break
+        p=$(dirname "$p")
+    done
+}

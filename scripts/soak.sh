@@ -34,6 +34,7 @@ if ! [[ $secs =~ ^[0-9]+$ ]] || ((secs == 0)); then
 fi
 default_cache_secs=${SOAK_DEFAULT_CACHE_SECONDS:-3}
 lib=$repo_root/target/release/librte_mempool_ptr_ring.so
+plugin_path_ok "$lib" || exit 1
 [[ -f $lib ]] || { echo "soak: $lib missing: run 'make build' first" >&2; exit 1; }
 command -v dpdk-testpmd >/dev/null || { echo "soak: dpdk-testpmd not found (make setup)" >&2; exit 1; }
 logs=$repo_root/build/soak
@@ -88,7 +89,7 @@ run_testpmd() {
     feed "$log" "$cycles_file" "$duration" |
         timeout -k 5 $((duration + 90)) dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --no-telemetry \
             --vdev net_null0 --vdev net_null1 -d "$lib" --mbuf-pool-ops-name ptr_ring \
-            --log-level=mempool.ptr_ring:info -- -i --forward-mode=io "$@" >"$log" 2>&1
+            --log-level=pmd.mempool.ptr_ring:info -- -i --forward-mode=io "$@" >"$log" 2>&1
     local st=("${PIPESTATUS[@]}")
     set -e
     rc=${st[1]}

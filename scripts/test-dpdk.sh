@@ -50,6 +50,7 @@ if [[ -n ${PTR_RING_EAL_ENV:-} ]]; then
 fi
 
 LIB=${PTR_RING_LIB:-$repo/target/release/librte_mempool_ptr_ring.so}
+plugin_path_ok "$LIB" || exit 1
 logs=$repo/build/test-dpdk
 mkdir -p "$logs"
 start=$SECONDS
@@ -105,7 +106,7 @@ check_start=$SECONDS
 check_autotest() {
     local log=$logs/mempool_autotest.log rc=0
     DPDK_TEST=mempool_autotest timeout -k 5 120 dpdk-test "${eal_mem[@]}" --no-telemetry --no-pci -l 0-1 \
-        -d "$LIB" --mbuf-pool-ops-name ptr_ring </dev/null >"$log" 2>&1 || rc=$?
+        -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring </dev/null >"$log" 2>&1 || rc=$?
     local allocs frees leaks errs
     allocs=$(grep -c 'PTR_RING: pool [^ ]*: [0-9]* objects' "$log" || true)
     frees=$(grep -c 'PTR_RING: pool [^ ]* freed' "$log" || true)
@@ -131,7 +132,7 @@ check_autotest() {
 check_testpmd() {
     local label=$1; shift
     local log=$logs/testpmd-$label.log
-    if ! TESTPMD_SECONDS=2 TESTPMD_LOG=$log testpmd_mpps -d "$LIB" --mbuf-pool-ops-name ptr_ring --no-telemetry \
+    if ! TESTPMD_SECONDS=2 TESTPMD_LOG=$log testpmd_mpps -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring --no-telemetry \
         -- "$@" >/dev/null 2>"$logs/testpmd-$label.err"; then
         fail "testpmd_$label" "no forwarding rate: $(head -n 1 "$logs/testpmd-$label.err")" "$log"
         return
@@ -182,7 +183,7 @@ check_l2fwd() {
     fi
     # l2fwd runs until SIGINT; --preserve-status gives its own exit status.
     timeout --preserve-status -k 5 -s INT 4 "$bin" "${eal_mem[@]}" --no-telemetry --no-pci -l 0-1 \
-        --vdev net_null0 --vdev net_null1 -d "$LIB" --mbuf-pool-ops-name ptr_ring \
+        --vdev net_null0 --vdev net_null1 -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring \
         -- -p 0x3 -T 1 </dev/null >"$log" 2>&1 || rc=$?
     local sent errs
     sent=$(awk '/Total packets sent:/ { v = $4 } END { print v + 0 }' "$log")
@@ -228,7 +229,7 @@ check_telemetry() {
     exec {keep}< <(exec sleep 3600)
     keeper=$!
     dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci --vdev net_null0 --vdev net_null1 \
-        -d "$LIB" --mbuf-pool-ops-name ptr_ring -- -a --forward-mode=io --mbcache=0 <&"$keep" >"$log" 2>&1 &
+        -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring -- -a --forward-mode=io --mbcache=0 <&"$keep" >"$log" 2>&1 &
     pid=$!
     local deadline=$((SECONDS + 30))
     while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)) && ! { [[ -S $sock ]] && grep -qs 'PTR_RING: pool mb_pool_0:' "$log"; }; do

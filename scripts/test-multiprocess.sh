@@ -134,7 +134,7 @@ start_primary() {
     mkfifo "$fifo"
     timeout -s INT 120 stdbuf -oL dpdk-testpmd -l 0-1 --file-prefix "$prefix" \
         --no-pci --vdev net_null0 --vdev net_null1 \
-        --log-level=mempool.ptr_ring:debug "${eal[@]}" \
+        --log-level=pmd.mempool.ptr_ring:debug "${eal[@]}" \
         -- --total-num-mbufs=2048 "${app[@]}" <"$fifo" >"$log" 2>&1 &
     pri_pid=$!
     exec 7>"$fifo"
@@ -150,7 +150,7 @@ start_primary() {
 }
 
 # secondary EAL arguments for PREFIX
-sec_eal() { echo "--proc-type=secondary --file-prefix $1 --no-pci --no-telemetry --log-level=mempool.ptr_ring:debug"; }
+sec_eal() { echo "--proc-type=secondary --file-prefix $1 --no-pci --no-telemetry --log-level=pmd.mempool.ptr_ring:debug"; }
 
 handshake_lines() { grep -ho 'PTR_RING: ops table synchronised with the primary.*' "$@" 2>/dev/null; }
 
@@ -298,7 +298,7 @@ cleanup_prefix "$p"
 rm -f "$fifo"
 mkfifo "$fifo"
 timeout -s INT 60 "$PEER" -l 0 --file-prefix "$p" --no-pci --no-telemetry --vdev net_null0 \
-    --log-level=mempool.ptr_ring:debug -- --primary --pool mp_extra <"$fifo" >"$log" 2>&1 &
+    --log-level=pmd.mempool.ptr_ring:debug -- --primary --pool mp_extra <"$fifo" >"$log" 2>&1 &
 pri_pid=$!
 exec 7>"$fifo"
 for _ in $(seq 100); do
@@ -332,7 +332,7 @@ log=$logs/two-copies.log
 # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
 echo quit | timeout 60 dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 \
     -d "$LIB" -d "$dup/$(basename "$LIB")" --mbuf-pool-ops-name ptr_ring \
-    --log-level=mempool.ptr_ring:debug -- -i --total-num-mbufs=2048 >"$log" 2>&1
+    --log-level=pmd.mempool.ptr_ring:debug -- -i --total-num-mbufs=2048 >"$log" 2>&1
 rc=$?
 regs=$(grep -c 'PTR_RING: mempool ops "ptr_ring" registered at index' "$log")
 if [[ $rc -eq 0 && $regs -eq 1 ]] && grep -q 'by another copy of the handler' "$log" &&

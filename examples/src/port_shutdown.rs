@@ -279,7 +279,7 @@ fn run(args: &Args) -> Result<(), String> {
             "--vdev",
             "net_null1",
             "--log-level=lib.eal:notice",
-            "--log-level=mempool.ptr_ring:info",
+            "--log-level=pmd.mempool.ptr_ring:info",
         ]
         .map(String::from),
     );

@@ -9,7 +9,7 @@
 //! * [`ops_sync`]: registration at EAL's bus scan and one ops-table
 //!   numbering in primary and secondary processes;
 //! * [`zone`]: the per-pool memzone holding the handler's state;
-//! * [`log`], [`telemetry`]: the `mempool.ptr_ring` log type and
+//! * [`log`], [`telemetry`]: the `pmd.mempool.ptr_ring` log type and
 //!   `/ptr_ring/...` telemetry commands;
 //! * [`settings`]: environment switches read at load (process-wide
 //!   defaults), [`pool_config`]: per-pool overrides;
@@ -44,6 +44,10 @@ static TELEMETRY: Once = Once::new();
 /// vdev bus refuses the hook.
 fn load() {
     log::register();
+    if let Some(msg) = version_mismatch(&running_dpdk_version()) {
+        log!(Level::Err, "{msg}");
+        return;
+    }
     if ops_sync::eal_scanned() {
         register_late();
     } else if ops_sync::install_scan_hook() {
@@ -60,6 +64,49 @@ fn load() {
         );
         register_ops();
     }
+}
+
+extern "C" {
+    // Exported by librte_eal (the header's inline wrappers aside): the
+    // version of the DPDK running, not the one we were built against.
+    #[link_name = "rte_version"]
+    fn rte_version_running() -> *const core::ffi::c_char;
+}
+
+/// Version string of the DPDK this process runs ("DPDK 22.11.11").
+fn running_dpdk_version() -> String {
+    // SAFETY: returns a pointer to a static NUL-terminated string (or null).
+    let p = unsafe { rte_version_running() };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null, NUL-terminated, static.
+    unsafe { core::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// An error line when `running` ("DPDK 22.11.11") is not the DPDK release
+/// (year.month) the handler was built against; patch releases are ABI
+/// compatible and accepted.
+fn version_mismatch(running: &str) -> Option<String> {
+    let built = (dpdk_sys::RTE_VER_YEAR, dpdk_sys::RTE_VER_MONTH);
+    let mut nums = running
+        .trim_start_matches(|c: char| !c.is_ascii_digit())
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().ok());
+    let run = (nums.next().flatten(), nums.next().flatten());
+    if run == (Some(built.0), Some(built.1)) {
+        return None;
+    }
+    Some(format!(
+        "built against DPDK {}.{:02}.{}, but this process runs {running:?}: mempool ops \"{}\" \
+         not registered; rebuild the handler against this DPDK (make build)",
+        built.0,
+        built.1,
+        dpdk_sys::RTE_VER_MINOR,
+        ops::OPS_NAME
+    ))
 }
 
 /// Registers the ops (if no copy of the handler did), then the telemetry
@@ -94,8 +141,9 @@ pub(crate) fn register_ops() -> bool {
         Err(e) => {
             log!(
                 Level::Err,
-                "cannot register mempool ops \"{}\": {e} (DPDK's table holds 16 handlers; \
-                 every loaded mempool driver takes one)",
+                "cannot register mempool ops \"{}\": {e}: DPDK's ops table holds 16 mempool \
+                 handlers and every loaded mempool driver takes one; remove a -d option or an \
+                 installed mempool driver (Debian's DPDK loads 14 from its plugin directory)",
                 ops::OPS_NAME
             );
             false
@@ -135,3 +183,28 @@ extern "C" fn constructor() {
 #[used]
 #[link_section = ".init_array"]
 static CONSTRUCTOR: extern "C" fn() = constructor;
+
+#[cfg(test)]
+mod version_tests {
+    use super::version_mismatch;
+
+    #[test]
+    fn same_release_any_patch_level_is_accepted() {
+        let v = format!(
+            "DPDK {}.{:02}.3",
+            dpdk_sys::RTE_VER_YEAR,
+            dpdk_sys::RTE_VER_MONTH
+        );
+        assert_eq!(version_mismatch(&v), None);
+    }
+
+    #[test]
+    fn another_release_names_both_and_the_fix() {
+        let m = version_mismatch("DPDK 99.02.0").expect("a mismatch");
+        assert!(
+            m.contains("DPDK 99.02.0") && m.contains("rebuild the handler"),
+            "{m}"
+        );
+        assert!(version_mismatch("").is_some());
+    }
+}

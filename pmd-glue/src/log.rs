@@ -1,5 +1,7 @@
-//! The handler's rte_log type, `mempool.ptr_ring`, controlled like any DPDK
-//! log type: `--log-level=mempool.ptr_ring:debug`.
+//! The handler's rte_log type, `pmd.mempool.ptr_ring` (the name DPDK's build
+//! gives mempool drivers), controlled like any DPDK log type:
+//! `--log-level=pmd.mempool.ptr_ring:debug`. Default level NOTICE: errors,
+//! warnings and notices only; per-pool lines are INFO or DEBUG.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -7,7 +9,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use dpdk_sys as sys;
 
 /// Log type name, as `--log-level` takes it.
-pub const LOG_TYPE_NAME: &str = "mempool.ptr_ring";
+pub const LOG_TYPE_NAME: &str = "pmd.mempool.ptr_ring";
 
 /// Registered log type; `RTE_LOGTYPE_USER1` until registration ran.
 static LOG_TYPE: AtomicI32 = AtomicI32::new(sys::RTE_LOGTYPE_USER1 as i32);
@@ -28,11 +30,12 @@ pub enum Level {
     Debug = sys::RTE_LOG_DEBUG,
 }
 
-/// Registers the log type (default level INFO, overridden by `--log-level`).
+/// Registers the log type (default level NOTICE, overridden by `--log-level`).
 pub fn register() {
     let name = CString::new(LOG_TYPE_NAME).expect("no NUL in a literal");
     // SAFETY: `name` is a valid NUL-terminated string; DPDK copies it.
-    let t = unsafe { sys::rte_log_register_type_and_pick_level(name.as_ptr(), sys::RTE_LOG_INFO) };
+    let t =
+        unsafe { sys::rte_log_register_type_and_pick_level(name.as_ptr(), sys::RTE_LOG_NOTICE) };
     if t >= 0 {
         // Relaxed: a plain value; readers tolerate the USER1 fallback.
         LOG_TYPE.store(t, Ordering::Relaxed);

@@ -46,7 +46,7 @@ fn role_args(prog: &str, proc_type: &str, prefix: &str) -> Vec<String> {
         "--no-telemetry",
         "-l",
         "0",
-        "--log-level=mempool.ptr_ring:debug",
+        "--log-level=pmd.mempool.ptr_ring:debug",
         "--log-level=lib.eal:notice",
     ]
     .map(String::from)
@@ -303,7 +303,7 @@ fn proc_info(prefix: &str, plugins: &[PathBuf], pool: &str) -> (bool, String) {
         prefix,
         "--no-pci",
         "--no-telemetry",
-        "--log-level=mempool.ptr_ring:debug",
+        "--log-level=pmd.mempool.ptr_ring:debug",
     ]);
     for p in plugins {
         cmd.arg("-d").arg(p);

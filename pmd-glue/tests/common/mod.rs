@@ -79,7 +79,7 @@ pub fn eal_args(prog: &str, lcores: &str) -> Vec<String> {
             "--no-telemetry",
             "-l",
             lcores,
-            "--log-level=mempool.ptr_ring:debug",
+            "--log-level=pmd.mempool.ptr_ring:debug",
             "--log-level=lib.eal:notice",
         ]
         .map(String::from),

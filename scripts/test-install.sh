@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Checks `make install` / `make uninstall` (scripts/install.sh):
+#   1. install into a DESTDIR under build/: file list, soname, stripped with a
+#      debug link, symlinks, the .pc file parses; the staged plugin directory,
+#      loaded with -d <dir> (as EAL loads its plugin directory), serves
+#      testpmd's mb_pool_0, proven by telemetry (DPDK's /mempool/info
+#      gives the ops index, the handler's /ptr_ring/pools lists the pool); then uninstall leaves nothing.
+#   2. only with TEST_INSTALL_REAL=1, as root: a real install (PREFIX /usr),
+#      testpmd WITHOUT -d on ptr_ring, a run with the installed plugin and a
+#      -d copy (one registration, the other copy logs that it stays unused),
+#      uninstall, plugin directory as before. Not run by default: while
+#      installed, every DPDK application on the host loads the handler.
+# Ends with "install: N passed, M failed"; exits non-zero on a failure.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo" || exit 1
+# shellcheck source=scripts/eal-args.sh
+source "$repo/scripts/eal-args.sh" || exit 1
+read -r -a eal_mem <<<"$EAL_MEM"
+
+NAME=librte_mempool_ptr_ring
+LIB=$repo/target/release/$NAME.so
+logs=$repo/build/test-install
+dest=$repo/build/test-install/dest
+passed=0 failed=0
+pass() { echo "PASS $1${2:+: $2}"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+[[ -f $LIB ]] || { echo "test-install: $LIB missing: run 'make build'" >&2; exit 1; }
+rm -rf "$logs"
+mkdir -p "$logs"
+
+plugindir=$(strings -a "$(pkg-config --variable=libdir libdpdk)/librte_eal.so" | sed -n 's/^DPDK_PLUGIN_PATH=//p' | head -n1)
+plugindir=${plugindir%%:*}
+incdir=$(dirname "$(find "$(pkg-config --variable=includedir libdpdk)" -name rte_mempool.h -print -quit)")
+pcdir=$(pkg-config --variable=pcfiledir libdpdk)
+
+# testpmd with $@ as extra EAL args; prints the ops name of mb_pool_0 from
+# DPDK's telemetry, testpmd's output in $logs/$label.log.
+pool_ops_name() {
+    local label=$1
+    shift
+    local fp=ptrring_inst_$$_$label log=$logs/$label.log
+    rm -rf "/var/run/dpdk/$fp"
+    {
+        # testpmd -i reads commands from this pipe; query while it runs.
+        local i
+        for i in $(seq 1 100); do
+            [[ -S /var/run/dpdk/$fp/dpdk_telemetry.v2 ]] && break
+            sleep 0.2
+        done
+        sleep 1
+        printf '%s\n' /mempool/info,mb_pool_0 /ptr_ring/pools | timeout 10 dpdk-telemetry.py -f "$fp" >"$logs/$label.tel" 2>&1
+        echo quit
+    } | timeout 60 dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci \
+        --vdev net_null0 --vdev net_null1 --mbuf-pool-ops-name ptr_ring "$@" -- -i >"$log" 2>&1
+    rm -rf "/var/run/dpdk/$fp"
+    # DPDK 22.11's /mempool/info reports the pool's ops_index, not a name:
+    # the name is ptr_ring when the handler's own telemetry lists the pool
+    # (it lists only pools whose ops it serves).
+    python3 -c '
+import json, sys
+d = {}
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        d.update(json.loads(line))
+info, ours = d.get("/mempool/info") or {}, d.get("/ptr_ring/pools") or []
+if "ops_index" in info:
+    print("ptr_ring" if "mb_pool_0" in str(ours) else "ops_index %d" % info["ops_index"])' "$logs/$label.tel" 2>/dev/null
+}
+
+# ------------------------------------------------------------ 1. DESTDIR
+rm -rf "$dest"
+if ! PREFIX=/usr DESTDIR=$dest bash scripts/install.sh install >"$logs/install.log" 2>&1; then
+    fail destdir_install "$(tail -n 1 "$logs/install.log")"
+else
+    pd=$dest$plugindir
+    want=$(printf '%s\n' \
+        "$plugindir/$NAME.so" "$plugindir/$NAME.so.23" "$plugindir/$NAME.so.23.0" \
+        "/usr/lib/debug$plugindir/$NAME.so.23.0.debug" "$incdir/rte_mempool_ptr_ring.h" \
+        "$pcdir/libdpdk-mempool-ptr-ring.pc" "/usr/share/$NAME/install-manifest" | sort)
+    got=$(cd "$dest" && find . ! -type d | sed 's/^\.//' | sort)
+    [[ $got == "$want" ]] && pass destdir_files || fail destdir_files "got: $(echo $got)"
+    son=$(readelf -d "$pd/$NAME.so.23.0" | sed -n 's/.*soname: \[\(.*\)\]/\1/p')
+    [[ $son == "$NAME.so.23" ]] && pass destdir_soname "$son" || fail destdir_soname "'$son'"
+    if file -L "$pd/$NAME.so.23.0" | grep -q ', stripped' &&
+        readelf -S "$pd/$NAME.so.23.0" | grep -q gnu_debuglink &&
+        ! readelf -S "$pd/$NAME.so.23.0" | grep -q '\.debug_info' &&
+        readelf -S "$dest/usr/lib/debug$plugindir/$NAME.so.23.0.debug" | grep -q '\.debug_info'; then
+        pass destdir_stripped "debug info in /usr/lib/debug, .gnu_debuglink set"
+    else
+        fail destdir_stripped "$(file -L "$pd/$NAME.so.23.0")"
+    fi
+    [[ $(readlink "$pd/$NAME.so") == "$NAME.so.23" && $(readlink "$pd/$NAME.so.23") == "$NAME.so.23.0" ]] &&
+        pass destdir_symlinks || fail destdir_symlinks "$(ls -l "$pd")"
+    cf=$(PKG_CONFIG_PATH=$dest$pcdir PKG_CONFIG_SYSROOT_DIR=$dest pkg-config --cflags libdpdk-mempool-ptr-ring 2>&1) &&
+        [[ $cf == *"-I$dest$incdir"* ]] && pass destdir_pkgconfig "$cf" || fail destdir_pkgconfig "$cf"
+    ops=$(pool_ops_name destdir -d "$pd")
+    [[ $ops == ptr_ring ]] && pass destdir_plugin_dir "mb_pool_0 ops_name $ops (telemetry)" ||
+        fail destdir_plugin_dir "mb_pool_0 ops_name '$ops' (see $logs/destdir.log)"
+    # The staged plugin directory and a -d copy in one process: one
+    # registration; the copy loaded second logs (at NOTICE) that it stays unused.
+    ops=$(pool_ops_name destdir_two -d "$pd" -d "$LIB")
+    n=$(grep -c 'by another copy of the handler' "$logs/destdir_two.log")
+    [[ $ops == ptr_ring && $n == 1 ]] && pass destdir_two_copies "one registration; the other copy idle" ||
+        fail destdir_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/destdir_two.log)"
+    if PREFIX=/usr DESTDIR=$dest bash scripts/install.sh uninstall >>"$logs/install.log" 2>&1 &&
+        [[ -z $(find "$dest" -mindepth 1) ]]; then
+        pass destdir_uninstall "nothing left"
+    else
+        fail destdir_uninstall "left: $(cd "$dest" && find . -mindepth 1 | head)"
+    fi
+fi
+
+# ------------------------------------------------------------ 2. real install
+if [[ ${TEST_INSTALL_REAL:-0} == 1 ]]; then
+    if [[ $(id -u) != 0 ]]; then
+        fail real_install "TEST_INSTALL_REAL=1 needs root"
+    elif [[ -e $plugindir/$NAME.so ]]; then
+        fail real_install "$plugindir/$NAME.so exists already: 'make uninstall' first"
+    else
+        before=$(ls -l "$plugindir")
+        if bash scripts/install.sh install >>"$logs/install.log" 2>&1; then
+            ops=$(pool_ops_name real)
+            [[ $ops == ptr_ring ]] && pass real_no_d "mb_pool_0 ops_name $ops without -d" ||
+                fail real_no_d "mb_pool_0 ops_name '$ops' (see $logs/real.log)"
+            ops=$(pool_ops_name twocopies -d "$LIB")
+            n=$(grep -c 'by another copy of the handler' "$logs/twocopies.log")
+            [[ $ops == ptr_ring && $n == 1 ]] && pass real_two_copies "one registration; other copy idle" ||
+                fail real_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/twocopies.log)"
+            bash scripts/install.sh uninstall >>"$logs/install.log" 2>&1
+        else
+            fail real_install "$(tail -n 1 "$logs/install.log")"
+        fi
+        [[ $(ls -l "$plugindir") == "$before" ]] && pass real_uninstall "plugin directory as before" ||
+            fail real_uninstall "plugin directory differs after uninstall"
+    fi
+fi
+
+echo "install: $passed passed, $failed failed"
+((failed == 0))
