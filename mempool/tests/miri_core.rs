@@ -81,6 +81,32 @@ fn pool_round_trip_of_one_object() {
 }
 
 #[test]
+fn pool_cache_off_direct_paths() {
+    let mut objs = Objects::new(4);
+    let cfg = PoolConfig {
+        cache_size: Some(0),
+        ..small(4, false)
+    };
+    let pool = HeapPool::new(&cfg).unwrap();
+    populate(&pool, &mut objs, 4);
+    assert!(pool.is_direct());
+    let mut one = [null_mut()];
+    let mut two = [null_mut(); 2];
+    // SAFETY: single thread, the only user of lcore 1: one object and a
+    // bulk straight through the ring, past a wrap and its invalidations.
+    unsafe {
+        for _ in 0..3 {
+            assert!(pool.try_get_direct(1, &mut one));
+            assert!(pool.try_get_direct(1, &mut two));
+            assert!(pool.try_put_direct(1, &two));
+            assert!(pool.try_put_direct(1, &one));
+        }
+    }
+    assert_eq!(pool.inflight(), 0);
+    assert_eq!(pool.available(), 4);
+}
+
+#[test]
 fn pool_every_path_and_table() {
     let mut objs = Objects::new(8);
     let pool = HeapPool::new(&small(8, true)).unwrap();
