@@ -111,11 +111,17 @@ impl Paired {
         self.lo <= 1.0 && 1.0 <= self.hi
     }
 
-    /// "faster", "slower" or "equal (within noise)" for `ours` against the
-    /// baseline.
+    /// "faster", "slower", "equal (within noise)" (the interval contains 1.0
+    /// and the median is within [`crate::targets::NOISE`] of it) or
+    /// "undecided" (the interval contains 1.0 but is too wide to call it
+    /// equal) for `ours` against the baseline.
     pub fn word(&self) -> &'static str {
         if self.contains_one() {
-            "equal (within noise)"
+            if (self.median - 1.0).abs() <= crate::targets::NOISE {
+                "equal (within noise)"
+            } else {
+                "undecided"
+            }
         } else if self.median > 1.0 {
             "faster"
         } else {

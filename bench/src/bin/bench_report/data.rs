@@ -206,6 +206,7 @@ impl Comparison {
         let who = match p.word() {
             "faster" => "ptr_ring faster",
             "slower" => "ptr_ring slower",
+            "undecided" => "too noisy to tell (interval contains 1.0)",
             _ => "equal within noise",
         };
         format!(
