@@ -323,7 +323,7 @@ testpmd_variant() {
     mbcache=0) extra=(--mbcache=0) dc=0 env=(PTR_RING_CACHE_SIZE=0) ;;
     mbcache=default) ;;
     burst512) extra=(--burst=512) ;;
-    ownvsnone) extra=(--mbcache=0) dc=0 hc=default ;;
+    ownvsnone) extra=(--mbcache=0) dc=0 hc=128 env=(PTR_RING_CACHE_SIZE=128) ;;
     esac
     [[ $h == ptr_ring ]] || hc=none
     local tp_env=()

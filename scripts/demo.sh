@@ -7,7 +7,8 @@
 #   cache=none        --mbcache=0 on both, ptr_ring's own cache off too
 #                     (PTR_RING_CACHE_SIZE=0)
 # and one row that is NOT like for like, labelled as such:
-#   own-vs-none       --mbcache=0; ptr_ring with its own per-lcore cache,
+#   own-vs-none       --mbcache=0; ptr_ring with its own per-lcore cache of 128
+#                     (PTR_RING_CACHE_SIZE=128),
 #                     ring_mp_mc with no cache at all
 # Prints a side-by-side table (median and spread of the rounds) and the
 # handler's own report, which proves it served the pool.
@@ -36,7 +37,7 @@ for row in both-250 none own-vs-none; do
     case $row in
     both-250) ;;
     none) extra=(--mbcache=0) env=(PTR_RING_CACHE_SIZE=0) ;;
-    own-vs-none) extra=(--mbcache=0) ;;
+    own-vs-none) extra=(--mbcache=0) env=(PTR_RING_CACHE_SIZE=128) ;;
     esac
     for ((r = 1; r <= rounds; r++)); do
         for ops in ring_mp_mc ptr_ring; do
