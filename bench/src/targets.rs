@@ -114,7 +114,12 @@ mod tests {
     #[test]
     fn verdicts() {
         let t = |min_ratio| Target { min_ratio };
-        let p = |median, lo, hi| Paired { median, lo, hi, n: 4 };
+        let p = |median, lo, hi| Paired {
+            median,
+            lo,
+            hi,
+            n: 4,
+        };
         assert_eq!(t(1.0).verdict(&p(1.02, 1.01, 1.03)), Verdict::Met);
         assert_eq!(t(1.0).verdict(&p(0.98, 0.95, 1.01)), Verdict::WithinNoise);
         // A low median with a wide interval is not "equal within noise".
