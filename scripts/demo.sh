@@ -15,6 +15,9 @@
 #
 # Settings: DEMO_ROUNDS (default 3), TESTPMD_SECONDS (default 4).
 set -euo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
+help_if_asked "$@"
 
 # shellcheck source=scripts/testpmd-rate.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testpmd-rate.sh"

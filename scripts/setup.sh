@@ -13,6 +13,9 @@
 #   PTR_RING_NO_HUGE=1     use --no-huge even when hugepages are available
 #   PTR_RING_HUGEPAGES=N   number of 2 MB hugepages to reserve (default 512)
 set -euo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
+help_if_asked "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(dpdk dpdk-dev libdpdk-dev dpdk-doc libclang-dev pkg-config gcc libc6-dev)

@@ -23,6 +23,9 @@
 #
 # Logs: build/soak/.
 set -euo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
+help_if_asked "$@"
 
 # shellcheck source=scripts/eal-args.sh
 source "$(dirname "${BASH_SOURCE[0]}")/eal-args.sh"

@@ -38,6 +38,9 @@
 #   TEST_DPDK_ALLOW_NOHUGE_SKIP  1: in --no-huge mode, a skipped NOHUGE_ONLY
 #                         check counts as skipped instead of failed
 set -euo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
+help_if_asked "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

@@ -12,6 +12,9 @@
 #      installed, every DPDK application on the host loads the handler.
 # Ends with "install: N passed, M failed"; exits non-zero on a failure.
 set -uo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
+help_if_asked "$@"
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1

@@ -49,6 +49,9 @@
 # Environment: PTR_RING_LIB (the handler .so, default target/release/...),
 # PTR_RING_EAL_ENV (a file like build/eal-mem.env to use instead of it).
 set -uo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
+help_if_asked "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

@@ -40,6 +40,9 @@
 # log2 ring size, default 10: what the zero-copy client keeps follows it,
 # e.g. 8 keeps at most 512).
 set -euo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
+help_if_asked "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

@@ -241,8 +241,21 @@ fn run(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
+const USAGE: &str = "\
+usage: mp_peer [EAL args] -- --pool NAME [--gets N] [--expect-ops NAME]
+       mp_peer [EAL args] -- --primary --pool NAME
+
+A secondary numbered unlike its primary (it registers the handler
+mp_peer_extra first) gets and puts --gets mbufs (256) of the primary's pool
+NAME and checks it runs on --expect-ops; with --primary, creates pool NAME on
+mp_peer_extra and waits for a line on stdin.";
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
+    if argv.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let split = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
     let (eal, app) = (&argv[..split], argv.get(split + 1..).unwrap_or(&[]));
     let args = match parse(app) {

@@ -5,6 +5,9 @@
 # itself at release. A few minutes in all. Skips cleanly without a nightly
 # toolchain; installs the miri component and its sysroot when missing.
 set -euo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/help.sh"
+help_if_asked "$@"
 cd "$(dirname "$0")/../.."
 CARGO=${CARGO:-cargo}
 if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then

@@ -3,6 +3,9 @@
 # pool that frees its block at release, so a touch after release is an
 # invalid read or write. Skips cleanly when valgrind is missing.
 set -euo pipefail
+# shellcheck source=scripts/help.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/help.sh"
+help_if_asked "$@"
 cd "$(dirname "$0")/../.."
 CARGO=${CARGO:-cargo}
 if ! command -v valgrind >/dev/null; then
