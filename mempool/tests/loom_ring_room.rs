@@ -66,6 +66,69 @@ fn check(single: bool) {
     });
 }
 
+/// The same race against a short invalidation (two slots), which the
+/// consumer does inline: capacity 3, batch 2, 4 slots. The producer's bulk
+/// goes past the capacity (as a double free would): it may fail, but must
+/// never overwrite an object or lose one.
+fn check_short(single: bool) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(move || {
+        let layout = RingLayout::with_batch(3, 2).unwrap();
+        // SAFETY: one producer thread and one consumer thread at a time.
+        let layout = unsafe {
+            layout
+                .with_single_producer(single)
+                .with_single_consumer(single)
+        };
+        let r = Arc::new(HeapRing::new(layout));
+        // Sequence 0..3, sequence 0 consumed (lag 1, not cleared), then
+        // sequence 3: the producer is at sequence 4 (slot 0).
+        r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
+        let mut one = [core::ptr::null_mut(); 1];
+        r.dequeue_bulk(&mut one).unwrap();
+        r.enqueue_bulk(&[obj(4)]).unwrap();
+        let consumer = {
+            let r = r.clone();
+            thread::spawn(move || {
+                // Takes sequence 1; the lag reaches the batch: slots 0 and 1
+                // are cleared inline while the producer runs.
+                let mut one = [core::ptr::null_mut(); 1];
+                r.dequeue_bulk(&mut one).unwrap();
+                assert_eq!(one[0], obj(2));
+            })
+        };
+        // Sequence 4 and 5: slots 0 and 1.
+        while r.enqueue_bulk(&[obj(5), obj(6)]).is_err() {
+            thread::yield_now();
+        }
+        consumer.join().unwrap();
+        let mut three = [core::ptr::null_mut(); 3];
+        r.dequeue_bulk(&mut three)
+            .expect("every object enqueued is still in the ring");
+        let mut last = [core::ptr::null_mut(); 1];
+        r.dequeue_bulk(&mut last)
+            .expect("every object enqueued is still in the ring");
+        assert_eq!(
+            [three[0], three[1], three[2], last[0]],
+            [obj(3), obj(4), obj(5), obj(6)]
+        );
+        assert!(r.is_empty());
+    });
+}
+
+#[test]
+fn room_check_vs_short_invalidation_locked() {
+    check_short(false);
+}
+
+#[test]
+fn room_check_vs_short_invalidation_single_producer_consumer() {
+    check_short(true);
+}
+
 #[test]
 fn room_check_vs_invalidation_locked() {
     check(false);
