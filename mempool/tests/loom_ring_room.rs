@@ -19,22 +19,34 @@ fn obj(i: usize) -> *mut c_void {
     i as *mut c_void
 }
 
-fn check(single: bool) {
+/// Runs `f` under loom (preemption bound 3 unless `LOOM_MAX_PREEMPTIONS`
+/// sets one).
+fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(3);
     }
-    b.check(move || {
-        // Capacity 3, batch 2: 4 slots.
-        let layout = RingLayout::with_batch(3, 2).unwrap();
-        // SAFETY: one producer thread and one consumer thread at a time.
-        let layout = unsafe {
-            layout
-                .with_single_producer(single)
-                .with_single_consumer(single)
-        };
-        let r = Arc::new(HeapRing::new(layout));
-        assert_eq!(r.slots(), 4);
+    b.check(f);
+}
+
+/// A ring of capacity 3, batch 2 (4 slots), locked or single-producer /
+/// single-consumer.
+fn ring(single: bool) -> Arc<HeapRing> {
+    let layout = RingLayout::with_batch(3, 2).unwrap();
+    // SAFETY: every model runs one producer thread and one consumer thread.
+    let layout = unsafe {
+        layout
+            .with_single_producer(single)
+            .with_single_consumer(single)
+    };
+    let r = Arc::new(HeapRing::new(layout));
+    assert_eq!(r.slots(), 4);
+    r
+}
+
+fn check(single: bool) {
+    model(move || {
+        let r = ring(single);
         // Sequence 0..3 filled, 0 consumed (not yet cleared: lag 1), then
         // sequence 3: slots 0..3 all hold something or await a clear.
         r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
@@ -71,19 +83,8 @@ fn check(single: bool) {
 /// goes past the capacity (as a double free would): it may fail, but must
 /// never overwrite an object or lose one.
 fn check_short(single: bool) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    b.check(move || {
-        let layout = RingLayout::with_batch(3, 2).unwrap();
-        // SAFETY: one producer thread and one consumer thread at a time.
-        let layout = unsafe {
-            layout
-                .with_single_producer(single)
-                .with_single_consumer(single)
-        };
-        let r = Arc::new(HeapRing::new(layout));
+    model(move || {
+        let r = ring(single);
         // Sequence 0..3, sequence 0 consumed (lag 1, not cleared), then
         // sequence 3: the producer is at sequence 4 (slot 0).
         r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
