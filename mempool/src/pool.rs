@@ -676,11 +676,15 @@ impl PoolCore {
     /// `false`, having changed nothing, where [`get`](PoolCore::get) must
     /// decide (and report): a draining pool, too few objects, no slot.
     ///
+    /// Meant for pools where [`is_direct`](PoolCore::is_direct) holds (the
+    /// caller checks it once to choose its path); with the handler cache on
+    /// it is still correct, the objects only bypassing the cache.
+    ///
     /// # Safety
     /// As for [`get`](PoolCore::get).
     #[inline(always)]
     pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
-        let Some(c) = self.fast_cache(lcore).filter(|_| self.hdr.direct) else {
+        let Some(c) = self.fast_cache(lcore) else {
             return false;
         };
         if self.shutdown.state() != PoolState::Active {
@@ -722,11 +726,14 @@ impl PoolCore {
     /// [`put`](PoolCore::put) must decide (and report): a released pool, a
     /// null object, a ring without room (more objects back than went out).
     ///
+    /// Meant for direct pools, as
+    /// [`try_get_direct`](PoolCore::try_get_direct).
+    ///
     /// # Safety
     /// As for [`put`](PoolCore::put).
     #[inline(always)]
     pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
-        let Some(c) = self.fast_cache(lcore).filter(|_| self.hdr.direct) else {
+        let Some(c) = self.fast_cache(lcore) else {
             return false;
         };
         if self.shutdown.state() == PoolState::Released {

@@ -74,9 +74,10 @@ pub const DEFAULT_BATCH: usize = 16;
 /// Below this capacity the ring clears every consumed slot at once (batch 1),
 /// so that small rings do not pay for the lag.
 pub const BATCH_MIN_CAPACITY: usize = 64;
-/// Invalidations of at most this many slots run inline in `consume`; longer
-/// ones out of line (their loops would cost every dequeue a stack frame).
-const SHORT_CLEAR: usize = 2; // (the inline code below clears 1 or 2)
+/// Invalidations of at most this many slots after a bulk dequeue run inline
+/// in `consume`; longer ones out of line (their unrolled loops would cost
+/// every dequeue a stack frame). Single-object dequeues always clear inline.
+const SHORT_CLEAR: usize = 2;
 /// Largest capacity accepted (slots are indexed by `usize`, sizes are powers of two).
 pub const MAX_CAPACITY: usize = 1 << 30;
 
@@ -599,7 +600,8 @@ impl PtrRing {
         // previous writer happens-before us (the producer lock we hold, or
         // the single-producer contract).
         let p = self.hdr.producer.seq.load(Ordering::Relaxed);
-        // Acquire pairs with the Release clears in `invalidate`. Clears
+        // Acquire pairs with the Release clears in `clear_inline` and
+        // `clear_run` (through `invalidate`). Clears
         // happen in sequence order (one consumer at a time, each clearing
         // its range first to last, each invalidation happening-before the
         // next), so the last slot of the bulk being free means every slot
@@ -633,18 +635,31 @@ impl PtrRing {
     }
 
     /// `enqueue_bulk` of one object.
+    ///
+    /// The lock is taken in its own branch rather than through an optional
+    /// guard, so that the unlock needs no test.
     #[inline(always)]
     pub(crate) fn enqueue_one(&self, obj: *mut c_void) -> Result<(), RingError> {
         if obj.is_null() {
             return Err(RingError::NullObject { index: 0 });
         }
-        let _guard = self.producer_guard();
+        if self.hdr.config.single_producer {
+            return self.produce_one(obj);
+        }
+        let _guard = self.hdr.producer.lock.lock();
+        self.produce_one(obj)
+    }
+
+    /// [`enqueue_one`](PtrRing::enqueue_one) with the producer side already
+    /// held (its lock, or the single-producer contract).
+    #[inline(always)]
+    fn produce_one(&self, obj: *mut c_void) -> Result<(), RingError> {
         // Relaxed: as in `enqueue_bulk`, the previous writer of `seq`
         // happens-before us (producer lock or single-producer contract).
         let p = self.hdr.producer.seq.load(Ordering::Relaxed);
         let s = self.slot(p);
-        // Acquire pairs with the Release clear in `invalidate` (see
-        // `enqueue_bulk`).
+        // Acquire pairs with the Release clears in `clear_inline` and
+        // `clear_run` (see `enqueue_bulk`).
         if s.load(Ordering::Acquire) != 0 {
             return Err(RingError::NoSpace { requested: 1 });
         }
@@ -655,7 +670,7 @@ impl PtrRing {
             .seq
             .store(p.wrapping_add(1), Ordering::Release);
         // Release pairs with the Acquire loads in `dequeue_bulk`,
-        // `dequeue_burst` and `is_empty`.
+        // `take_one`, `dequeue_burst` and `is_empty`.
         s.store(obj as usize, Ordering::Release);
         Ok(())
     }
@@ -681,6 +696,12 @@ impl PtrRing {
                 capacity: self.hdr.config.capacity,
             });
         }
+        if n == 1 {
+            out[0] = self
+                .dequeue_one()
+                .ok_or(RingError::NotEnough { requested: 1 })?;
+            return Ok(());
+        }
         let _guard = self.consumer_guard();
         // Relaxed: `head` is only written by the consumer side, and the
         // previous writer happens-before us (the consumer lock we hold, or
@@ -697,30 +718,86 @@ impl PtrRing {
         if last == 0 {
             return Err(RingError::NotEnough { requested: n });
         }
-        if n == 1 {
-            out[0] = last as *mut c_void;
-        } else {
-            Self::copy_out(self.runs(h, n), out);
-        }
+        Self::copy_out(self.runs(h, n), out);
         self.consume(h.wrapping_add(n));
         Ok(())
     }
 
     /// `dequeue_bulk` of one object: `None` when the ring is empty.
+    ///
+    /// Locked in its own branch as in [`enqueue_one`](PtrRing::enqueue_one),
+    /// and with its invalidation inline (see `consume_one`): a caller that
+    /// inlines it stays a leaf function with no stack frame.
     #[inline(always)]
     pub(crate) fn dequeue_one(&self) -> Option<*mut c_void> {
-        let _guard = self.consumer_guard();
+        if self.hdr.config.single_consumer {
+            return self.take_one();
+        }
+        let _guard = self.hdr.consumer.lock.lock();
+        self.take_one()
+    }
+
+    /// [`dequeue_one`](PtrRing::dequeue_one) with the consumer side already
+    /// held (its lock, or the single-consumer contract).
+    #[inline(always)]
+    fn take_one(&self) -> Option<*mut c_void> {
         // Relaxed: as in `dequeue_bulk`, the previous writer of `head`
         // happens-before us (consumer lock or single-consumer contract).
         let h = self.hdr.consumer.head.load(Ordering::Relaxed);
-        // Acquire pairs with the Release fill in `fill_run` / `enqueue_one`
+        // Acquire pairs with the Release fill in `fill_run` / `produce_one`
         // (as in `dequeue_bulk`, for a bulk of one).
         let obj = self.slot(h).load(Ordering::Acquire);
         if obj == 0 {
             return None;
         }
-        self.consume(h.wrapping_add(1));
+        self.consume_one(h.wrapping_add(1));
         Some(obj as *mut c_void)
+    }
+
+    /// [`consume`](PtrRing::consume) after a single object, with the
+    /// invalidation, when due, inline (`clear_inline`) rather than out of
+    /// line: a call would make every caller save registers around it. The
+    /// range is short: before this dequeue `head - tail < batch`, so it is
+    /// exactly `batch` slots long.
+    #[inline(always)]
+    fn consume_one(&self, new_head: usize) {
+        // Release pairs with the Acquire head load in `len`/`is_empty`,
+        // stored before any slot is cleared (as in `consume`).
+        self.hdr.consumer.head.store(new_head, Ordering::Release);
+        // Relaxed: `tail` is only touched by the consumer side, whose
+        // previous writer happens-before us.
+        let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
+        if new_head.wrapping_sub(tail) < self.hdr.config.batch {
+            return;
+        }
+        self.clear_inline(tail, new_head);
+    }
+
+    /// Clears `[tail, head)` (at least one slot) in sequence order, as
+    /// [`invalidate`](PtrRing::invalidate) does, in a plain inline loop with
+    /// no call: short invalidations (single objects, small batches) then
+    /// cost their callers no stack frame. Consumer side held.
+    #[inline(always)]
+    fn clear_inline(&self, tail: usize, head: usize) {
+        // Relaxed: only the consumer side reads `tail`, and we hold it.
+        self.hdr.consumer.tail.store(head, Ordering::Relaxed);
+        // Indexes wrapped with the mask keep the trip count opaque to the
+        // optimiser, which would otherwise unroll the loop into more live
+        // registers than a leaf caller has.
+        let mask = self.hdr.config.mask;
+        let end = head & mask;
+        let mut i = tail & mask;
+        loop {
+            // SAFETY: `i <= mask`, and the slot array has `mask + 1` slots.
+            let slot = unsafe { &*self.slots.as_ptr().add(i) };
+            // Release pairs with the Acquire room checks in `enqueue_bulk` /
+            // `produce_one` and the slot loads in `is_empty`.
+            slot.store(0, Ordering::Release);
+            i = (i + 1) & mask;
+            if i == end {
+                break;
+            }
+        }
     }
 
     /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
@@ -814,17 +891,7 @@ impl PtrRing {
             return;
         }
         if lag <= SHORT_CLEAR {
-            // A short range (small batches, single objects) inline, slot by
-            // slot, in sequence order as in `invalidate`.
-            // Release pairs with the same loads as the clears in
-            // `clear_run` (the producer's room check, `is_empty`).
-            self.slot(tail).store(0, Ordering::Release);
-            if lag == 2 {
-                // Release: as above, after the first (sequence order).
-                self.slot(tail.wrapping_add(1)).store(0, Ordering::Release);
-            }
-            // Relaxed: only the consumer side reads `tail`.
-            self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
+            self.clear_inline(tail, new_head);
         } else {
             self.invalidate(tail, new_head);
         }
@@ -950,22 +1017,47 @@ fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
 }
 
 /// Copies the (filled) slots of `run` into `out` (same length), four at a
-/// time. Relaxed: the caller's Acquire load of the bulk's last slot (pairs
-/// with its Release fill in `fill_run`) made every fill visible.
+/// time, with plain (non-atomic) reads that the compiler may widen to
+/// vector loads. That is race-free: every write to these slots
+/// happens-before the caller's Acquire load of the bulk's last slot (the
+/// fills, through the Release fill of that slot, in sequence order; older
+/// writes through the locks), and none can follow until the caller, who
+/// holds the consumer side, clears them (a producer writes only slots it
+/// reads as null). Concurrent atomic *loads* (`is_empty`, `len`) are reads
+/// too, so they do not race with these.
+#[cfg(not(loom))]
 #[inline(always)]
 fn copy_run(run: &[AtomicUsize], out: &mut [*mut c_void]) {
     debug_assert_eq!(run.len(), out.len());
-    let mut s = run.chunks_exact(4);
-    let mut d = out.chunks_exact_mut(4);
-    for (s, d) in (&mut s).zip(&mut d) {
-        // Relaxed: see above.
-        d[0] = s[0].load(Ordering::Relaxed) as *mut c_void;
-        d[1] = s[1].load(Ordering::Relaxed) as *mut c_void;
-        d[2] = s[2].load(Ordering::Relaxed) as *mut c_void;
-        d[3] = s[3].load(Ordering::Relaxed) as *mut c_void;
+    let n = run.len().min(out.len());
+    // `AtomicUsize` has the size, alignment and bit validity of `usize`,
+    // hence of a pointer-sized integer read as a pointer.
+    let src = run.as_ptr().cast::<*mut c_void>();
+    let dst = out.as_mut_ptr();
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: `i + 4 <= n` is inside both slices, which do not overlap
+        // (`out` is the caller's exclusive buffer); the reads are race-free
+        // (see above) and read through `UnsafeCell`s, as the shared
+        // reference to atomics allows.
+        unsafe { core::ptr::copy_nonoverlapping(src.add(i), dst.add(i), 4) };
+        i += 4;
     }
-    for (s, d) in s.remainder().iter().zip(d.into_remainder()) {
-        // Relaxed: as above.
+    while i < n {
+        // SAFETY: as above, for one slot.
+        unsafe { *dst.add(i) = src.add(i).read() };
+        i += 1;
+    }
+}
+
+/// Under loom every slot access is a modelled atomic load. Relaxed: the
+/// caller's Acquire load of the bulk's last slot made every fill visible.
+#[cfg(loom)]
+#[inline(always)]
+fn copy_run(run: &[AtomicUsize], out: &mut [*mut c_void]) {
+    debug_assert_eq!(run.len(), out.len());
+    for (s, d) in run.iter().zip(out) {
+        // Relaxed: see above.
         *d = s.load(Ordering::Relaxed) as *mut c_void;
     }
 }

@@ -160,7 +160,13 @@ fn cache_off_leaves_the_cache_fast_path_to_the_direct_one() {
     assert_eq!(pool.inflight(), 0);
     let cached = populated_pool(cfg(8), 0);
     assert!(!cached.is_direct());
-    // SAFETY: one thread; a cache-on pool never goes direct.
-    assert!(!unsafe { cached.try_get_direct(0, &mut one) });
+    // SAFETY: one thread. On a cache-on pool the direct path (which the
+    // glue never takes there) bypasses the cache and still counts.
+    assert!(unsafe { cached.try_get_direct(0, &mut one) });
+    assert_eq!(cached.inflight(), 1);
+    // SAFETY: one thread.
+    assert!(unsafe { cached.try_put_direct(0, &one) });
+    assert_eq!(cached.inflight(), 0);
     assert_exactly_once(&pool);
+    assert_exactly_once(&cached);
 }

@@ -259,8 +259,16 @@ unsafe extern "C" fn enqueue(
             z.header.clear_trailing_failures();
             let lcore = sys::lcore_id();
             if z.core.is_direct() {
+                // Tail calls, single objects apart: each path is a leaf
+                // with few live values, so neither needs a stack frame.
                 // SAFETY: forwarded DPDK arguments; the lcore id as below.
-                return unsafe { enqueue_direct(mp, objs, n, z.core, lcore) };
+                return unsafe {
+                    if n == 1 {
+                        enqueue_one_direct(mp, objs, z.core, lcore)
+                    } else {
+                        enqueue_direct(mp, objs, n, z.core, lcore)
+                    }
+                };
             }
             // SAFETY: DPDK passes `n` valid object pointers; `lcore_id()` is
             // the calling thread's own lcore id (DPDK's one thread per lcore
@@ -294,6 +302,24 @@ unsafe fn enqueue_direct(
     }
     // SAFETY: forwarded DPDK arguments.
     unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// [`enqueue_direct`] of one object: the bulk length a constant, so the
+/// ring's single-slot path alone is compiled in.
+#[inline(never)]
+unsafe fn enqueue_one_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes one valid object pointer; the lcore id as in
+    // `enqueue_direct`.
+    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, 1)) } {
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, 1) }
 }
 
 /// Every enqueue the inlined fast path did not take: more than 8 objects, a
@@ -332,8 +358,15 @@ unsafe extern "C" fn dequeue(
         if let Some(z) = unsafe { zone::attach_fast(mp) } {
             let lcore = sys::lcore_id();
             if z.core.is_direct() {
+                // Tail calls, as in `enqueue`.
                 // SAFETY: forwarded DPDK arguments.
-                return unsafe { dequeue_direct(mp, objs, n, z, lcore) };
+                return unsafe {
+                    if n == 1 {
+                        dequeue_one_direct(mp, objs, z.core, lcore)
+                    } else {
+                        dequeue_direct(mp, objs, n, z.core, lcore)
+                    }
+                };
             }
             // SAFETY: DPDK passes room for `n` object pointers; the lcore id
             // as in `enqueue`.
@@ -356,20 +389,38 @@ unsafe fn dequeue_direct(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
     n: c_uint,
-    z: zone::Zone<'_>,
+    core: &PoolCore,
     lcore: u32,
 ) -> c_int {
     // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
     // `enqueue`.
-    if unsafe {
-        z.core
-            .try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize))
-    } {
-        z.header.clear_trailing_failures();
+    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
+        // SAFETY: `dequeue` attached this pool's zone; a pool is not freed
+        // while a get on it runs.
+        unsafe { zone::header_of(mp) }.clear_trailing_failures();
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.
     unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// [`dequeue_direct`] of one object (see [`enqueue_one_direct`]).
+#[inline(never)]
+unsafe fn dequeue_one_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes room for one object pointer; the lcore id as in
+    // `enqueue`.
+    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, 1)) } {
+        // SAFETY: as in `dequeue_direct`.
+        unsafe { zone::header_of(mp) }.clear_trailing_failures();
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, 1) }
 }
 
 /// Every dequeue the inlined fast path did not serve: more than 8 objects, a

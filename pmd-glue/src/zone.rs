@@ -181,6 +181,19 @@ pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
     }
 }
 
+/// The header of a zone that [`attach_fast`] (or [`attach`]) has just
+/// accepted for `mp`, without checking it again.
+///
+/// # Safety
+/// `mp` is a live mempool whose `pool_data` is one of our zones, and the
+/// zone outlives `'a` (as for [`attach`]).
+#[inline(always)]
+pub unsafe fn header_of<'a>(mp: *const sys::rte_mempool) -> &'a ZoneHeader {
+    // SAFETY: the caller's contract: `pool_data` points at a live
+    // initialised zone, whose header is at its start.
+    unsafe { &*(*mp).__bindgen_anon_1.pool_data.cast::<ZoneHeader>() }
+}
+
 /// Frees the zone of pool `pool_name`.
 pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
     let name = zone_name(pool_name)?;
