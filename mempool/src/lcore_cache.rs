@@ -16,16 +16,22 @@
 //! that lcore to be quiescent (the caller's promise; see `PoolCore::flush_lcore`).
 //!
 //! # Sizing rule
-//! See [`crate::config`]: by default `cache_size = min(128, objects / (1.5 ×
-//! max_lcores))`, so all caches together never hold more than two thirds of
-//! the pool; an explicit size must satisfy DPDK's `cache_size <= objects / 1.5`
-//! and `cache_size <= 512`.
+//! See [`crate::config`]: an explicit size must satisfy DPDK's `cache_size <=
+//! objects / 1.5` and `cache_size <= 512`. A [`PoolConfig`](crate::PoolConfig)
+//! that leaves it unset gets `min(128, objects / (1.5 × max_lcores))`, so all
+//! caches together never hold more than two thirds of the pool. The handler
+//! (`pmd-glue`) always sets a size: 0, the cache off, unless the application
+//! asks for one.
 //!
 //! # Policies (implemented in `pool.rs` with the primitives here)
 //! * get `k` with `k <= len`: pop from the stack (fast path).
 //! * get `k <= limit` with `k > len`: refill from the ring with one burst up
 //!   to `min(limit, k + limit/2)` objects, then pop.
+//! * get `k > limit`: the ring supplies what the cache lacks (one bulk, all
+//!   or nothing), the whole cache the rest.
 //! * put `k` with `len + k <= limit`: push (fast path).
+//! * put `k > limit`: straight to the ring, the cache left as it is; a put to
+//!   a closed cache (draining) sends the whole cache to the ring, then `k`.
 //! * put otherwise: flush the top of the stack down to
 //!   `min(len, limit/2, limit − k)` objects to the ring in one bulk, push.
 
@@ -38,8 +44,7 @@ use crate::inflight::{owner_add, Hold, ACCOUNTING};
 use crate::ptr_ring::{PtrRing, RingError};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
-/// Header of one lcore's cache.
-/// `hold` is counted in the high half of the packed word.
+/// One object in the `hold` count, the high half of the packed word.
 const HOLD_ONE: u64 = 1 << 32;
 const LEN_MASK: u64 = HOLD_ONE - 1;
 

@@ -1,15 +1,21 @@
 //! Validation mode: off by default, chosen when the pool is created.
 //!
-//! Off, the put and get paths pay one predictable branch on a flag that lives
-//! on the lcore's own (already loaded) cache line and on the config line.
+//! Off, it costs the inlined get/put paths that the glue builds its
+//! callbacks on (`PoolCore::try_get_cached`, `try_put_cached`,
+//! `try_get_direct`, `try_put_direct`) nothing: their one bound check
+//! compares the lcore id with `fast_lcores`, which is `max_lcores` with
+//! validation off and 0 with it on, so that every call on a validating pool
+//! takes the checked path. `PoolCore::get` / `put` pay one predictable
+//! branch on the `validate` flag of the pool's read-only header line.
 //! On, every put checks each object and rejects, counts and never inserts:
 //!
 //! * a pointer that is not exactly one of the pool's objects (`Foreign`:
 //!   null, inside no recorded chunk, or not on an object boundary);
 //! * an object already home (`DoubleFree`);
 //! * any return once the pool is released (`AfterRelease`; detected in every
-//!   mode on the put slow path, which is the only path left once draining
-//!   closes the caches).
+//!   mode on the put slow paths, which every put reaches once the pool is
+//!   released: draining closed the caches, and the cache-off direct path
+//!   hands a released pool's puts to them).
 //!
 //! Valid objects of the same bulk are still accepted. Home-ness is one bit
 //! per object ([`ObjIndex`]) in the shared block, set by put (atomic
