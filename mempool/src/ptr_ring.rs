@@ -991,24 +991,30 @@ impl PtrRing {
 /// compare, the handler's x86-64-v2 baseline).
 #[inline(always)]
 fn any_null(objs: &[*mut c_void]) -> bool {
-    objs.iter().fold(false, |z, o| z | o.is_null())
+    // Eight at a time, so that the vector loop carries four independent
+    // accumulators per iteration.
+    let mut c = objs.chunks_exact(8);
+    let mut z = false;
+    for ch in &mut c {
+        z |= ch.iter().fold(false, |z, o| z | o.is_null());
+    }
+    z | c.remainder().iter().fold(false, |z, o| z | o.is_null())
 }
 
 /// Fills the slots of `run` with `objs` (same length), in sequence order,
-/// four at a time. Each store is Release and pairs with the Acquire loads in
+/// eight at a time. Each store is Release and pairs with the Acquire loads in
 /// `dequeue_bulk`, `dequeue_burst` and `is_empty`: an object's contents and
 /// every earlier fill are visible to whoever sees its pointer.
 #[inline(always)]
 fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
     debug_assert_eq!(run.len(), objs.len());
-    let mut d = run.chunks_exact(4);
-    let mut s = objs.chunks_exact(4);
+    let mut d = run.chunks_exact(8);
+    let mut s = objs.chunks_exact(8);
     for (d, s) in (&mut d).zip(&mut s) {
-        // Release: see above, in sequence order.
-        d[0].store(s[0] as usize, Ordering::Release);
-        d[1].store(s[1] as usize, Ordering::Release);
-        d[2].store(s[2] as usize, Ordering::Release);
-        d[3].store(s[3] as usize, Ordering::Release);
+        for (d, &s) in d.iter().zip(s) {
+            // Release: see above, in sequence order.
+            d.store(s as usize, Ordering::Release);
+        }
     }
     for (d, &s) in d.remainder().iter().zip(s.remainder()) {
         // Release: as above.
