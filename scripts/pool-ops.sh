@@ -118,8 +118,9 @@ PY
 }
 
 pool_ops_from_dump() {
-    # (The dump goes to stdout and log lines to stderr, so a line of one may
-    # be cut by the other: only whole "ops_name: <...>" lines count.)
+    # (A log line can land inside a line of the dump, which is buffered
+    # while log lines are flushed as they come: only whole
+    # "  ops_name: <...>" lines count.)
     awk -v pool="$2" '
         match($0, /mempool <[^>]*>@/) { cur = substr($0, RSTART + 9, RLENGTH - 11); next }
         cur == pool && match($0, /^  ops_name: <[^>]*>$/) { n[substr($0, RSTART + 13, RLENGTH - 14)]++ }
