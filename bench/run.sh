@@ -76,6 +76,8 @@ step "build (cargo build --release -p pmd-glue -p bench; l2fwd example)"
 [[ -f build/eal-mem.env ]] || bash scripts/setup.sh
 # shellcheck source=scripts/testpmd-rate.sh
 source scripts/testpmd-rate.sh
+# shellcheck source=scripts/pool-ops.sh
+source scripts/pool-ops.sh # which handler served a pool, read through telemetry
 cargo build --release -p pmd-glue -p bench
 mkdir -p "$out"
 l2fwd_src=/usr/share/dpdk/examples/l2fwd/main.c
@@ -209,7 +211,7 @@ eal=("${lcore_args[@]}" --no-pci)
 eal+=($EAL_MEM -d "$lib" --log-level=pmd.mempool.ptr_ring:info)
 only_args=()
 [[ -n $only ]] && only_args=(--only "$only")
-autotest_cmd="DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale LD_PRELOAD=build/bench/autotest-clock.so dpdk-test -l 0-1 $EAL_MEM --no-pci -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name ptr_ring (stopped after the two no-cache sections)"
+autotest_cmd="DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale LD_PRELOAD=build/bench/autotest-clock.so dpdk-test -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name ptr_ring (stopped after the two no-cache sections)"
 {
     echo "command=bash bench/run.sh"
     echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -228,9 +230,9 @@ autotest_cmd="DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLO
     echo "mempool_cmd=target/release/mempool_bench --rounds $rounds --secs $secs ${only_args[*]} --csv build/bench/mempool.csv -- ${eal[*]/#$repo\//}"
     echo "autotest_cmd=$autotest_cmd"
     echo "autotest_scale=$autotest_scale"
-    echo "testpmd_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 [--mbcache=0] [--burst=512]"
-    echo "xlcore_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $xlcore_args $EAL_MEM --no-pci --vdev net_null0 --vdev net_ring0 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 --nb-cores=2 [--mbcache=0]   (rate: port 1 = net_ring0 Rx-pps)"
-    echo "l2fwd_cmd=build/bench/l2fwd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -p 0x3 -T 1"
+    echo "testpmd_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 [--mbcache=0] [--burst=512]"
+    echo "xlcore_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $xlcore_args $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_ring0 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 --nb-cores=2 [--mbcache=0]   (rate: port 1 = net_ring0 Rx-pps)"
+    echo "l2fwd_cmd=build/bench/l2fwd -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -p 0x3 -T 1"
     echo "profile_cmd=perf stat -e task-clock,context-switches,cpu-migrations,page-faults and perf record -e cpu-clock -F 4000 of mempool_bench --only ROW --handlers HANDLER --rounds 1 --secs 3"
     echo "e2e_rounds=$e2e_rounds"
     echo "testpmd_secs=$TESTPMD_SECONDS"
@@ -259,19 +261,27 @@ if ((autotest_scale > 0)) && command -v dpdk-test >/dev/null; then
     # Every output line gets the time it was printed: the test computes its
     # rates as count / 5 s, but a case can overrun its (slowed) time by one of
     # its inner loops; the real rate is count / the time between two lines.
+    at_prefix=ptrring_bench_at_$$
+    rm -rf "$(dpdk_runtime_dir "$at_prefix")"
     # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
     DPDK_TEST=mempool_perf_autotest PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale \
-        LD_PRELOAD=$clock_so stdbuf -oL timeout 900 dpdk-test -l 0-1 $EAL_MEM --no-pci -d "$lib" --log-level=pmd.mempool.ptr_ring:info \
-        --mbuf-pool-ops-name ptr_ring </dev/null \
+        LD_PRELOAD=$clock_so stdbuf -oL timeout 900 dpdk-test -l 0-1 $EAL_MEM --file-prefix "$at_prefix" --no-pci -d "$lib" \
+        --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring </dev/null \
         > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$at_log") 2>&1 &
     at_pid=$!
     while kill -0 "$at_pid" 2>/dev/null; do
         grep -q 'start performance test (with cache)' "$at_log" 2>/dev/null && break
         sleep 0.5
     done
+    # The no-cache sections are over (the cached ones are not used): which
+    # handler served each side's pool, read through telemetry before the
+    # test is stopped.
+    at_ops_h=$(pool_ops_query "$at_prefix" default_pool "$logs/mempool_perf_autotest-default_pool.tel" "$at_pid")
+    at_ops_r=$(pool_ops_query "$at_prefix" perf_test_nocache "$logs/mempool_perf_autotest-perf_test_nocache.tel" "$at_pid")
     # timeout passes the SIGINT on to dpdk-test.
     kill -INT "$at_pid" 2>/dev/null || true
     wait "$at_pid" 2>/dev/null || true
+    rm -rf "$(dpdk_runtime_dir "$at_prefix")"
     sleep 1 # the time-stamping reader drains the pipe
     # autotest,<handler>,<cores>,<get>,<put>,<keep>,<constant_n>,<objects/s>
     awk '
@@ -284,19 +294,23 @@ if ((autotest_scale > 0)) && command -v dpdk-test >/dev/null; then
             dt = t - last; last = t
             if (dt > 0) printf "autotest,%s,%s,%s,%s,%s,%s,%.0f\n", h, f["cores"], f["n_get_bulk"], f["n_put_bulk"], f["n_keep"], f["constant_n"], f["rate_persec"] * 5 / dt
         }' "$at_log" >"$out/autotest.csv"
-    grep -q '^[0-9.]* PTR_RING: pool default_pool' "$at_log" || die "mempool_perf_autotest: ptr_ring did not serve default_pool; see $at_log"
+    [[ $at_ops_h == ptr_ring ]] ||
+        die "mempool_perf_autotest: default_pool ops_name '${at_ops_h:-no telemetry answer}', not ptr_ring; see $logs/mempool_perf_autotest-default_pool.tel"
+    [[ $at_ops_r == "ops_index "* ]] ||
+        die "mempool_perf_autotest: perf_test_nocache (the ring_mp_mc side) ops_name '${at_ops_r:-no telemetry answer}'; see $logs/mempool_perf_autotest-perf_test_nocache.tel"
     say "mempool_perf_autotest: $(grep -c ',ring_mp_mc,' "$out/autotest.csv") ring_mp_mc and $(grep -c ',ptr_ring,' "$out/autotest.csv") ptr_ring cases"
 else
     say "skipped (AUTOTEST_CLOCK_SCALE=0 or no dpdk-test)"
 fi
 
 # ---------------------------------------------------------- 3. testpmd
-# served HANDLER LOG: the handler's own log line proves ptr_ring served the pool;
-# the other handlers must not have produced it.
+# served HANDLER TEL POOL: POOL's ops name, from the telemetry replies in TEL
+# (scripts/pool-ops.sh), is ptr_ring when HANDLER is ptr_ring, and another
+# handler's (telemetry names it by its ops index only) otherwise.
 served() {
-    local pool_line
-    pool_line=$(grep -a -c '^PTR_RING: pool ' "$2" || true)
-    if [[ $1 == ptr_ring ]]; then ((pool_line > 0)); else ((pool_line == 0)); fi
+    local got
+    got=$(pool_ops_from_tel "$2" "$3")
+    if [[ $1 == ptr_ring ]]; then [[ $got == ptr_ring ]]; else [[ $got == "ops_index "* ]]; fi
 }
 
 declare -A e2e_samples
@@ -341,7 +355,7 @@ testpmd_variant() {
         say "$app $variant $h round $r failed (try $try); see $log"
     done
     [[ -n $rate ]] || return 0
-    served "$h" "$log" || die "$app $variant $h: the pool was not served as asked (PTR_RING log line); see $log"
+    served "$h" "$log.tel" mb_pool_0 || die "$app $variant $h: mb_pool_0 was not served as asked (its ops name read through telemetry); see $log.tel"
     if [[ $h == ptr_ring && $hc == default ]]; then
         hc="default ($(sed -n 's/^PTR_RING: pool mb_pool_0: .*per-lcore cache \([0-9]*\).*/\1/p' "$log" | head -1))"
     fi
@@ -372,13 +386,16 @@ grep '^e2e2,testpmd,mbcache=0,ring_mp_mc,' "$out/e2e.csv" | sed 's/,mbcache=0,/,
 # ------------------------------------------------------------ 4. l2fwd
 # l2fwd_mpps HANDLER LOG: runs l2fwd until it printed L2FWD_SECONDS+2 statistics
 # blocks, stops it with SIGINT, prints packets received per second (both ports,
-# Mpps) between the second block and the last one.
+# Mpps) between the second block and the last one. At start-up it reads the
+# ops name of l2fwd's pool (mbuf_pool) through telemetry into LOG.tel.
 l2fwd_mpps() {
-    local h=$1 log=$2 pid blocks deadline waited=0
+    local h=$1 log=$2 pid blocks deadline waited=0 prefix=ptrring_bench_l2fwd_$$
+    rm -rf "$(dpdk_runtime_dir "$prefix")"
     # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
-    "$l2fwd_bin" -l 0-1 $EAL_MEM --no-pci --vdev net_null0 --vdev net_null1 -d "$lib" --log-level=pmd.mempool.ptr_ring:info \
-        --mbuf-pool-ops-name "$h" -- -p 0x3 -T 1 </dev/null >"$log" 2>&1 &
+    "$l2fwd_bin" -l 0-1 $EAL_MEM --file-prefix "$prefix" --no-pci --vdev net_null0 --vdev net_null1 -d "$lib" \
+        --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name "$h" -- -p 0x3 -T 1 </dev/null >"$log" 2>&1 &
     pid=$!
+    pool_ops_query "$prefix" mbuf_pool "$log.tel" "$pid" >/dev/null
     deadline=$((SECONDS + l2fwd_secs + 60))
     while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
         blocks=$(grep -a -c '^Aggregate statistics' "$log" 2>/dev/null || true)
@@ -389,6 +406,7 @@ l2fwd_mpps() {
     while kill -0 "$pid" 2>/dev/null && ((waited < 100)); do sleep 0.1; waited=$((waited + 1)); done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
+    rm -rf "$(dpdk_runtime_dir "$prefix")"
     grep -a '^Total packets received:' "$log" | awk '
         { v[++n] = $4 }
         END { if (n >= 3) printf "%.3f", (v[n] - v[2]) / (n - 2) / 1e6; else exit 1 }'
@@ -403,7 +421,7 @@ for ((r = 1; r <= e2e_rounds; r++)); do
             say "l2fwd $h round $r: no rate; see $log"
             continue
         fi
-        served "$h" "$log" || die "l2fwd $h: the pool was not served as asked (PTR_RING log line); see $log"
+        served "$h" "$log.tel" mbuf_pool || die "l2fwd $h: mbuf_pool was not served as asked (its ops name read through telemetry); see $log.tel"
         record_e2e l2fwd default "$h" 256 0 "$r" "$rate"
         say "l2fwd round $r/$e2e_rounds $h: $rate Mpps"
     done

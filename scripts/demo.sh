@@ -10,8 +10,10 @@
 #   own-vs-none       --mbcache=0; ptr_ring with its own per-lcore cache of 128
 #                     (PTR_RING_CACHE_SIZE=128),
 #                     ring_mp_mc with no cache at all
-# Prints a side-by-side table (median and spread of the rounds) and the
-# handler's own report, which proves it served the pool.
+# Every run reads mb_pool_0's ops name through telemetry (scripts/pool-ops.sh):
+# ptr_ring on the ptr_ring side, another handler on the other, or the demo
+# stops. Prints a side-by-side table (median and spread of the rounds) and
+# the handler's own report of its last run.
 #
 # Settings: DEMO_ROUNDS (default 3), TESTPMD_SECONDS (default 4).
 set -euo pipefail
@@ -21,6 +23,8 @@ help_if_asked "$@"
 
 # shellcheck source=scripts/testpmd-rate.sh
 source "$(dirname "${BASH_SOURCE[0]}")/testpmd-rate.sh"
+# shellcheck source=scripts/pool-ops.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pool-ops.sh"
 
 lib=$repo_root/target/release/librte_mempool_ptr_ring.so
 plugin_path_ok "$lib" || exit 1
@@ -52,16 +56,20 @@ for row in both-250 none own-vs-none; do
             if [[ $ops == ptr_ring ]]; then
                 env "${env[@]}" TESTPMD_LOG="$log" bash -c 'source "$1"; shift; testpmd_mpps "$@"' _ \
                     "$repo_root/scripts/testpmd-rate.sh" -d "$lib" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
-                if ! grep -q '^PTR_RING: pool mb_pool_0:' "$log"; then
-                    echo "demo: ptr_ring did not serve mb_pool_0 (no handler log line in $log)" >&2
-                    exit 1
-                fi
             else
                 TESTPMD_LOG=$log testpmd_mpps -d "$lib" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name "$ops" -- "${extra[@]}" >"$log.rate"
             fi
+            # Which handler served mb_pool_0 (telemetry, read by testpmd_mpps):
+            # ptr_ring on its side; on the other, a handler that is not
+            # ptr_ring (telemetry names that one by its ops index only).
+            served=$(pool_ops_from_tel "$log.tel" mb_pool_0)
+            if [[ $ops == ptr_ring && $served != ptr_ring ]] || [[ $ops != ptr_ring && $served != "ops_index "* ]]; then
+                echo "demo: $ops run: mb_pool_0 ops_name '${served:-no telemetry answer}' (see $log.tel)" >&2
+                exit 1
+            fi
             rate=$(cat "$log.rate")
             runs[$row,$ops]+="$rate "
-            printf 'demo: round %d, %-12s %-10s %6s Mpps\n' "$r" "$row" "$ops" "$rate"
+            printf 'demo: round %d, %-12s %-10s %6s Mpps (mb_pool_0 ops: %s)\n' "$r" "$row" "$ops" "$rate" "$served"
         done
     done
 done

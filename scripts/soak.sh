@@ -6,8 +6,10 @@
 #   start, then { sleep 1-2 s; stop; port stop all; port start all; start }
 #   until SECONDS (default 60) have passed, then stop, quit.
 #
-# Passes when testpmd exits 0 (no crash), every forwarding period forwarded
-# packets, and at quit (testpmd frees its pools) the handler logs
+# Passes when mb_pool_0's ops name, read through telemetry before the first
+# start (scripts/pool-ops.sh), is ptr_ring, testpmd exits 0 (no crash), every
+# forwarding period forwarded packets, and at quit (testpmd frees its pools)
+# the handler logs
 #   PTR_RING: pool mb_pool_0 freed: every object returned
 # i.e. every mbuf of the pool was back when it was freed. Prints
 #   soak: PASS (N cycles, T s)
@@ -18,8 +20,8 @@
 # default 3; 0 skips it) shows what the handler reports there: DPDK's
 # per-lcore caches still hold objects when testpmd frees the pool, which
 # rte_mempool_free never takes back, so the handler's free line counts them
-# as not returned. That run is reported, not asserted (beyond exit 0 and
-# traffic).
+# as not returned. That run is reported, not asserted (beyond exit 0, traffic
+# and the pool's ops name).
 #
 # Logs: build/soak/.
 set -euo pipefail
@@ -29,6 +31,8 @@ help_if_asked "$@"
 
 # shellcheck source=scripts/eal-args.sh
 source "$(dirname "${BASH_SOURCE[0]}")/eal-args.sh"
+# shellcheck source=scripts/pool-ops.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pool-ops.sh"
 
 secs=${1:-60}
 if ! [[ $secs =~ ^[0-9]+$ ]] || ((secs == 0)); then
@@ -50,14 +54,17 @@ fail() {
 }
 
 # Feeds the commands; waits for testpmd's prompt first so that start-up time
-# does not eat the forwarding periods. Writes the number of cycles to $2.
+# does not eat the forwarding periods, then reads mb_pool_0's ops name through
+# telemetry (file prefix $4; the replies in $log.tel). Writes the number of
+# cycles to $2.
 feed() {
-    local log=$1 cycles_file=$2 duration=$3 cycle=0 t0 waited=0 periods=(1 1.5 2)
+    local log=$1 cycles_file=$2 duration=$3 prefix=$4 cycle=0 t0 waited=0 periods=(1 1.5 2)
     while ! grep -q 'testpmd> ' "$log" 2>/dev/null; do
         sleep 0.1
         waited=$((waited + 1))
         ((waited < 600)) || break # testpmd is checked by the caller
     done
+    POOL_OPS_WAIT=10 pool_ops_query "$prefix" mb_pool_0 "$log.tel" >/dev/null
     t0=$SECONDS
     echo start
     while ((SECONDS - t0 < duration)); do
@@ -76,27 +83,31 @@ feed() {
     done
 }
 
-# run_testpmd LOG DURATION [testpmd args...]: sets rc and cycles.
+# run_testpmd LOG DURATION [testpmd args...]: sets rc, cycles and ops (the
+# ops name of mb_pool_0).
 run_testpmd() {
-    local duration=$2
+    local duration=$2 prefix=ptrring_soak_$$
     log=$1
     shift 2
     local cycles_file=$log.cycles
-    rm -f "$log" "$cycles_file"
+    rm -f "$log" "$cycles_file" "$log.tel"
+    rm -rf "$(dpdk_runtime_dir "$prefix")"
     echo 0 >"$cycles_file"
     : >"$log"
     set +e
     # SC2086: EAL_MEM is a list of arguments. SC2094: feed only reads the log
     # (for the prompt) while testpmd writes it.
     # shellcheck disable=SC2086,SC2094
-    feed "$log" "$cycles_file" "$duration" |
-        timeout -k 5 $((duration + 90)) dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --no-telemetry \
+    feed "$log" "$cycles_file" "$duration" "$prefix" |
+        timeout -k 5 $((duration + 90)) dpdk-testpmd -l 0-1 $EAL_MEM --file-prefix "$prefix" --no-pci \
             --vdev net_null0 --vdev net_null1 -d "$lib" --mbuf-pool-ops-name ptr_ring \
             --log-level=pmd.mempool.ptr_ring:info -- -i --forward-mode=io "$@" >"$log" 2>&1
     local st=("${PIPESTATUS[@]}")
     set -e
     rc=${st[1]}
     cycles=$(cat "$cycles_file")
+    rm -rf "$(dpdk_runtime_dir "$prefix")"
+    ops=$(pool_ops_from_tel "$log.tel" mb_pool_0)
 }
 
 # Forwarded packets of each stop ("Accumulated forward statistics" block).
@@ -113,7 +124,7 @@ elapsed=$((SECONDS - t_start))
 soak_cycles=$cycles
 
 ((rc == 0)) || fail "testpmd exited with status $rc (124/137: hung and killed; >128: crashed)"
-grep -q '^PTR_RING: pool mb_pool_0: .* objects' "$log" || fail "the handler did not serve mb_pool_0 (no PTR_RING pool line)"
+[[ $ops == ptr_ring ]] || fail "mb_pool_0 ops_name '${ops:-no telemetry answer}', not ptr_ring (see $log.tel)"
 ((cycles >= 1)) || fail "no port stop/start cycle ran"
 mapfile -t rx < <(rx_per_stop "$log")
 ((${#rx[@]} == cycles + 1)) || fail "expected $((cycles + 1)) forwarding periods (stop outputs), found ${#rx[@]}"
@@ -130,7 +141,7 @@ fi
 free_line=$(grep '^PTR_RING: pool mb_pool_0 freed' "$log" || true)
 [[ -n $free_line ]] || fail "no free line for mb_pool_0: testpmd did not free its pool at quit"
 [[ $free_line == *"freed: every object returned"* ]] || fail "not every mbuf was back at exit: $free_line"
-echo "soak: $cycles port stop/start cycles, $((cycles + 1)) forwarding periods, $total packets received (min per period $(printf '%s\n' "${rx[@]}" | sort -n | head -1))"
+echo "soak: mb_pool_0 ops_name $ops (telemetry); $cycles port stop/start cycles, $((cycles + 1)) forwarding periods, $total packets received (min per period $(printf '%s\n' "${rx[@]}" | sort -n | head -1))"
 echo "soak: $free_line"
 
 if ((default_cache_secs > 0)); then
@@ -139,6 +150,7 @@ if ((default_cache_secs > 0)); then
     if ((rc != 0)) || ((${#rx[@]} == 0)) || ((rx[0] == 0)); then
         fail "default mbuf cache run: testpmd status $rc, forwarding periods ${#rx[@]}"
     fi
+    [[ $ops == ptr_ring ]] || fail "default mbuf cache run: mb_pool_0 ops_name '${ops:-no telemetry answer}', not ptr_ring (see $log.tel)"
     echo "soak: default mbuf cache ($cycles cycles, not asserted): $(grep '^PTR_RING: pool mb_pool_0 freed' "$log" || echo 'no free line')"
 fi
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # DPDK-level checks of the ptr_ring mempool handler, with real DPDK programs:
 #
-#   1. mempool_autotest  DPDK's own mempool unit test (dpdk-test) on ptr_ring;
+#   1. mempool_autotest  DPDK's own mempool unit test (dpdk-test) on ptr_ring
+#                        (DPDK's dump of the test's default_pool names it);
 #   2. testpmd           io forwarding on two net_null ports, DPDK mbuf cache
-#                        default and --mbcache=0: forwards, exits cleanly, the
-#                        handler served mb_pool_0 and accounts for it at free;
+#                        default and --mbcache=0: forwards, exits cleanly,
+#                        mb_pool_0's ops name (read through telemetry) is
+#                        ptr_ring and the handler accounts for it at free;
 #   3. l2fwd             DPDK's l2fwd example, built here with pkg-config,
-#                        forwarding between two net_null ports on ptr_ring;
+#                        forwarding between two net_null ports, its pool's
+#                        ops name (telemetry) ptr_ring;
 #   4. telemetry         /ptr_ring/pools and /ptr_ring/stats,mb_pool_0 read
 #                        from a running testpmd with dpdk-telemetry.py
 #                        (--mbcache=0, so that forwarding reaches the handler
@@ -46,6 +49,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 # shellcheck source=scripts/testpmd-rate.sh
 source "$repo/scripts/testpmd-rate.sh" # also sources eal-args.sh: EAL_MEM, EAL_MODE
+# shellcheck source=scripts/pool-ops.sh
+source "$repo/scripts/pool-ops.sh" # which handler served a pool, from DPDK's side
 if [[ -n ${PTR_RING_EAL_ENV:-} ]]; then
     # Another memory mode than setup.sh chose (the cargo tests read it too).
     # shellcheck source=/dev/null
@@ -110,7 +115,15 @@ check_autotest() {
     local log=$logs/mempool_autotest.log rc=0
     DPDK_TEST=mempool_autotest timeout -k 5 120 dpdk-test "${eal_mem[@]}" --no-telemetry --no-pci -l 0-1 \
         -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring </dev/null >"$log" 2>&1 || rc=$?
-    local allocs frees leaks errs
+    # Which handler served the test's pool: the test creates "default_pool"
+    # on the --mbuf-pool-ops-name handler and prints DPDK's dump of it
+    # (rte_mempool_dump: "ops_name: <...>", from DPDK's ops table). No
+    # telemetry here: the test runs in well under a second and frees every
+    # pool before it exits, with no point to wait at, so no query can be
+    # sure to find the pool alive.
+    local ops allocs frees leaks errs
+    ops=$(pool_ops_from_dump "$log" default_pool | paste -sd ' ' -)
+    # The handler's own accounting: every pool it created was freed.
     allocs=$(grep -c 'PTR_RING: pool [^ ]*: [0-9]* objects' "$log" || true)
     frees=$(grep -c 'PTR_RING: pool [^ ]* freed' "$log" || true)
     leaks=$(grep -c 'PTR_RING: pool [^ ]* freed with' "$log" || true)
@@ -119,14 +132,14 @@ check_autotest() {
         fail mempool_autotest "dpdk-test exit status $rc" "$log"
     elif ! grep -q '^Test OK' "$log"; then
         fail mempool_autotest "no 'Test OK'" "$log"
-    elif ((allocs == 0)); then
-        fail mempool_autotest "no 'PTR_RING: pool' line: the test did not run on ptr_ring" "$log"
+    elif [[ $ops != ptr_ring ]]; then
+        fail mempool_autotest "DPDK's dump of default_pool gives ops_name '${ops:-none}', not ptr_ring" "$log"
     elif ((frees != allocs)); then
         fail mempool_autotest "$allocs pools created on ptr_ring but $frees freed" "$log"
     elif [[ -n $errs ]]; then
         fail mempool_autotest "handler errors: $errs" "$log"
     else
-        pass mempool_autotest "Test OK; $allocs ptr_ring pools created and freed, $leaks freed with objects out"
+        pass mempool_autotest "Test OK; default_pool ops_name ptr_ring (DPDK's dump); $allocs ptr_ring pools created and freed, $leaks freed with objects out"
     fi
 }
 
@@ -135,7 +148,8 @@ check_autotest() {
 check_testpmd() {
     local label=$1; shift
     local log=$logs/testpmd-$label.log
-    if ! TESTPMD_SECONDS=2 TESTPMD_LOG=$log testpmd_mpps -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring --no-telemetry \
+    # (testpmd_mpps reads mb_pool_0's ops name through telemetry: TESTPMD_OPS.)
+    if ! TESTPMD_SECONDS=2 TESTPMD_LOG=$log testpmd_mpps -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring \
         -- "$@" >/dev/null 2>"$logs/testpmd-$label.err"; then
         fail "testpmd_$label" "no forwarding rate: $(head -n 1 "$logs/testpmd-$label.err")" "$log"
         return
@@ -145,8 +159,8 @@ check_testpmd() {
     freed=$(grep -m1 'PTR_RING: pool mb_pool_0 freed' "$log" || true)
     if ! awk -v r="$mpps" 'BEGIN { exit !(r > 0) }'; then
         fail "testpmd_$label" "forwarding rate $mpps Mpps" "$log"
-    elif ! grep -q 'PTR_RING: pool mb_pool_0: [0-9]* objects' "$log"; then
-        fail "testpmd_$label" "no 'PTR_RING: pool mb_pool_0:' line: mb_pool_0 not on ptr_ring" "$log"
+    elif [[ $TESTPMD_OPS != ptr_ring ]]; then
+        fail "testpmd_$label" "mb_pool_0 ops_name '${TESTPMD_OPS:-no telemetry answer}', not ptr_ring" "$log.tel"
     elif ! grep -q '^Bye' "$log"; then
         fail "testpmd_$label" "testpmd did not exit cleanly (no 'Bye...')" "$log"
     elif [[ -z $freed ]]; then
@@ -164,7 +178,7 @@ check_testpmd() {
         # may sit there. More than that is a loss.
         fail "testpmd_$label" "more objects missing at free than DPDK's caches can hold: $freed" "$log"
     else
-        pass "testpmd_$label" "$mpps Mpps; ${freed#*PTR_RING: }"
+        pass "testpmd_$label" "$mpps Mpps; mb_pool_0 ops_name ptr_ring (telemetry); ${freed#*PTR_RING: }"
     fi
 }
 
@@ -185,65 +199,54 @@ check_l2fwd() {
         fi
     fi
     # l2fwd runs until SIGINT; --preserve-status gives its own exit status.
-    timeout --preserve-status -k 5 -s INT 4 "$bin" "${eal_mem[@]}" --no-telemetry --no-pci -l 0-1 \
+    # Its pool's ops name is read through telemetry while it runs.
+    local fp=ptrring_l2fwd_$$ pid ops
+    rm -rf "$(dpdk_runtime_dir "$fp")"
+    timeout --preserve-status -k 5 -s INT 4 "$bin" "${eal_mem[@]}" --file-prefix "$fp" --no-pci -l 0-1 \
         --vdev net_null0 --vdev net_null1 -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring \
-        -- -p 0x3 -T 1 </dev/null >"$log" 2>&1 || rc=$?
+        -- -p 0x3 -T 1 </dev/null >"$log" 2>&1 &
+    pid=$!
+    ops=$(pool_ops_query "$fp" mbuf_pool "$logs/l2fwd.tel" "$pid")
+    wait "$pid" || rc=$?
+    rm -rf "$(dpdk_runtime_dir "$fp")"
     local sent errs
     sent=$(awk '/Total packets sent:/ { v = $4 } END { print v + 0 }' "$log")
     errs=$(handler_errors "$log")
     if ((rc != 0)); then
         fail l2fwd "exit status $rc" "$log"
-    elif ! grep -q 'PTR_RING: pool mbuf_pool: [0-9]* objects' "$log"; then
-        fail l2fwd "no 'PTR_RING: pool mbuf_pool:' line: l2fwd's pool not on ptr_ring" "$log"
+    elif [[ $ops != ptr_ring ]]; then
+        fail l2fwd "mbuf_pool ops_name '${ops:-no telemetry answer}', not ptr_ring" "$logs/l2fwd.tel"
     elif ((sent == 0)); then
         fail l2fwd "no packets forwarded" "$log"
     elif [[ -n $errs ]]; then
         fail l2fwd "handler errors: $errs" "$log"
     else
-        pass l2fwd "$sent packets sent"
+        pass l2fwd "$sent packets sent; mbuf_pool ops_name ptr_ring (telemetry)"
     fi
 }
 
 # -------------------------------------------------------------- 4. telemetry
-# tel_query PREFIX COMMAND: prints the JSON reply.
-tel_query() {
-    local fp=$1 cmd=$2
-    if command -v dpdk-telemetry.py >/dev/null 2>&1; then
-        echo "$cmd" | timeout 10 dpdk-telemetry.py -f "$fp"
-    else
-        # The v2 protocol: SOCK_SEQPACKET, a JSON greeting, then one JSON
-        # reply per command sent.
-        timeout 10 python3 - "/var/run/dpdk/$fp/dpdk_telemetry.v2" "$cmd" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-hello = json.loads(s.recv(1024).decode())
-s.send(sys.argv[2].encode())
-print(s.recv(hello["max_output_len"]).decode())
-PY
-    fi
-}
-
 check_telemetry() {
     local fp=ptrring_tel_$$ log=$logs/telemetry-testpmd.log
-    local sock=/var/run/dpdk/$fp/dpdk_telemetry.v2
-    rm -rf "/var/run/dpdk/$fp"
+    local rundir
+    rundir=$(dpdk_runtime_dir "$fp")
+    local sock=$rundir/dpdk_telemetry.v2
+    rm -rf "$rundir"
     local keep keeper pid
     exec {keep}< <(exec sleep 3600)
     keeper=$!
     dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci --vdev net_null0 --vdev net_null1 \
         -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring -- -a --forward-mode=io --mbcache=0 <&"$keep" >"$log" 2>&1 &
     pid=$!
-    local deadline=$((SECONDS + 30))
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)) && ! { [[ -S $sock ]] && grep -qs 'PTR_RING: pool mb_pool_0:' "$log"; }; do
-        sleep 0.2
-    done
-    # (testpmd's own output is block-buffered into the log; EAL log lines,
-    # ours included, are flushed.) Ports start right after the pool.
+    # Waits until mb_pool_0 is populated; ports start right after the pool.
+    local ops
+    ops=$(pool_ops_query "$fp" mb_pool_0 "$logs/telemetry-ops.tel" "$pid")
     sleep 1
     local pools="" s1="" s2="" none="" bad=""
     if [[ ! -S $sock ]]; then
         bad="no telemetry socket $sock"
+    elif [[ $ops != ptr_ring ]]; then
+        bad="mb_pool_0 ops_name '${ops:-no telemetry answer}', not ptr_ring (see $logs/telemetry-ops.tel)"
     else
         pools=$(tel_query "$fp" /ptr_ring/pools 2>&1) || true
         s1=$(tel_query "$fp" /ptr_ring/stats,mb_pool_0 2>&1) || true
@@ -259,7 +262,7 @@ check_telemetry() {
     exec {keep}<&-
     kill "$keeper" 2>/dev/null || true
     wait "$keeper" 2>/dev/null || true
-    rm -rf "/var/run/dpdk/$fp"
+    rm -rf "$rundir"
     {
         echo "pools: $pools"
         echo "stats: $s1"
@@ -309,8 +312,8 @@ PY
         fail telemetry "$verdict" "$logs/telemetry.json"
     elif ((rc != 0 && rc != 130)); then
         fail telemetry "testpmd exit status $rc" "$log"
-    elif [[ -e /var/run/dpdk/$fp ]]; then
-        fail telemetry "/var/run/dpdk/$fp left behind"
+    elif [[ -e $rundir ]]; then
+        fail telemetry "$rundir left behind"
     else
         pass telemetry "${verdict#OK }"
     fi

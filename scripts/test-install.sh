@@ -3,8 +3,8 @@
 #   1. install into a DESTDIR under build/: file list, soname, stripped with a
 #      debug link, symlinks, the .pc file parses; the staged plugin directory,
 #      loaded with -d <dir> (as EAL loads its plugin directory), serves
-#      testpmd's mb_pool_0, proven by telemetry (DPDK's /mempool/info
-#      gives the ops index, the handler's /ptr_ring/pools lists the pool); then uninstall leaves nothing.
+#      testpmd's mb_pool_0, proven by its ops name read through telemetry
+#      (scripts/pool-ops.sh); then uninstall leaves nothing.
 #   2. only with TEST_INSTALL_REAL=1, as root: a real install (PREFIX /usr),
 #      testpmd WITHOUT -d on ptr_ring, a run with the installed plugin and a
 #      -d copy (one registration, the other copy logs that it stays unused),
@@ -20,6 +20,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 # shellcheck source=scripts/eal-args.sh
 source "$repo/scripts/eal-args.sh" || exit 1
+# shellcheck source=scripts/pool-ops.sh
+source "$repo/scripts/pool-ops.sh"
 read -r -a eal_mem <<<"$EAL_MEM"
 
 NAME=librte_mempool_ptr_ring
@@ -39,39 +41,22 @@ plugindir=${plugindir%%:*}
 incdir=$(dirname "$(find "$(pkg-config --variable=includedir libdpdk)" -name rte_mempool.h -print -quit)")
 pcdir=$(pkg-config --variable=pcfiledir libdpdk)
 
-# testpmd with $@ as extra EAL args; prints the ops name of mb_pool_0 from
-# DPDK's telemetry, testpmd's output in $logs/$label.log.
-pool_ops_name() {
+# testpmd with $@ as extra EAL args; prints the ops name of mb_pool_0 read
+# through DPDK's telemetry (scripts/pool-ops.sh), testpmd's output in
+# $logs/$label.log, the telemetry replies in $logs/$label.tel.
+testpmd_pool_ops() {
     local label=$1
     shift
     local fp=ptrring_inst_$$_$label log=$logs/$label.log
-    rm -rf "/var/run/dpdk/$fp"
+    rm -rf "$(dpdk_runtime_dir "$fp")"
     {
         # testpmd -i reads commands from this pipe; query while it runs.
-        local i
-        for i in $(seq 1 100); do
-            [[ -S /var/run/dpdk/$fp/dpdk_telemetry.v2 ]] && break
-            sleep 0.2
-        done
-        sleep 1
-        printf '%s\n' /mempool/info,mb_pool_0 /ptr_ring/pools | timeout 10 dpdk-telemetry.py -f "$fp" >"$logs/$label.tel" 2>&1
+        pool_ops_query "$fp" mb_pool_0 "$logs/$label.tel" >"$logs/$label.ops"
         echo quit
     } | timeout 60 dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci \
         --vdev net_null0 --vdev net_null1 --mbuf-pool-ops-name ptr_ring "$@" -- -i >"$log" 2>&1
-    rm -rf "/var/run/dpdk/$fp"
-    # DPDK 22.11's /mempool/info reports the pool's ops_index, not a name:
-    # the name is ptr_ring when the handler's own telemetry lists the pool
-    # (it lists only pools whose ops it serves).
-    python3 -c '
-import json, sys
-d = {}
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if line.startswith("{"):
-        d.update(json.loads(line))
-info, ours = d.get("/mempool/info") or {}, d.get("/ptr_ring/pools") or []
-if "ops_index" in info:
-    print("ptr_ring" if "mb_pool_0" in str(ours) else "ops_index %d" % info["ops_index"])' "$logs/$label.tel" 2>/dev/null
+    rm -rf "$(dpdk_runtime_dir "$fp")"
+    cat "$logs/$label.ops"
 }
 
 # ------------------------------------------------------------ 1. DESTDIR
@@ -100,12 +85,12 @@ else
         pass destdir_symlinks || fail destdir_symlinks "$(ls -l "$pd")"
     cf=$(PKG_CONFIG_PATH=$dest$pcdir PKG_CONFIG_SYSROOT_DIR=$dest pkg-config --cflags libdpdk-mempool-ptr-ring 2>&1) &&
         [[ $cf == *"-I$dest$incdir"* ]] && pass destdir_pkgconfig "$cf" || fail destdir_pkgconfig "$cf"
-    ops=$(pool_ops_name destdir -d "$pd")
+    ops=$(testpmd_pool_ops destdir -d "$pd")
     [[ $ops == ptr_ring ]] && pass destdir_plugin_dir "mb_pool_0 ops_name $ops (telemetry)" ||
         fail destdir_plugin_dir "mb_pool_0 ops_name '$ops' (see $logs/destdir.log)"
     # The staged plugin directory and a -d copy in one process: one
     # registration; the copy loaded second logs (at NOTICE) that it stays unused.
-    ops=$(pool_ops_name destdir_two -d "$pd" -d "$LIB")
+    ops=$(testpmd_pool_ops destdir_two -d "$pd" -d "$LIB")
     n=$(grep -c 'by another copy of the handler' "$logs/destdir_two.log")
     [[ $ops == ptr_ring && $n == 1 ]] && pass destdir_two_copies "one registration; the other copy idle" ||
         fail destdir_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/destdir_two.log)"
@@ -126,10 +111,10 @@ if [[ ${TEST_INSTALL_REAL:-0} == 1 ]]; then
     else
         before=$(ls -l "$plugindir")
         if bash scripts/install.sh install >>"$logs/install.log" 2>&1; then
-            ops=$(pool_ops_name real)
+            ops=$(testpmd_pool_ops real)
             [[ $ops == ptr_ring ]] && pass real_no_d "mb_pool_0 ops_name $ops without -d" ||
                 fail real_no_d "mb_pool_0 ops_name '$ops' (see $logs/real.log)"
-            ops=$(pool_ops_name twocopies -d "$LIB")
+            ops=$(testpmd_pool_ops twocopies -d "$LIB")
             n=$(grep -c 'by another copy of the handler' "$logs/twocopies.log")
             [[ $ops == ptr_ring && $n == 1 ]] && pass real_two_copies "one registration; other copy idle" ||
                 fail real_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/twocopies.log)"

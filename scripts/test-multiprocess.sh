@@ -34,7 +34,7 @@
 #                   handshake took at start;
 #   6. two-copies   one testpmd loading the handler twice (two paths): one
 #                   registration, the second copy says so and stays unused,
-#                   mb_pool_0 runs on ptr_ring;
+#                   mb_pool_0 runs on ptr_ring (DPDK's dump of the pool);
 #   7. missing-handler  mp_peer primary with a pool on a handler only it has
 #                   (mp_peer_extra), dpdk-proc-info -d secondary: the pool
 #                   shows that name, and the stub refuses it with an error
@@ -57,6 +57,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 # shellcheck source=scripts/eal-args.sh
 source "$repo/scripts/eal-args.sh"
+# shellcheck source=scripts/pool-ops.sh
+source "$repo/scripts/pool-ops.sh" # which handler served a pool, from DPDK's side
 if [[ -n ${PTR_RING_EAL_ENV:-} ]]; then
     # shellcheck source=/dev/null
     source "$PTR_RING_EAL_ENV"
@@ -332,17 +334,18 @@ dup=$repo/build/test-multiprocess/dup
 mkdir -p "$dup"
 cp "$LIB" "$dup/"
 log=$logs/two-copies.log
+# testpmd's dump_mempool prints DPDK's dump of the pool, with its ops name.
 # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
-echo quit | timeout 60 dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 \
+printf '%s\n' "dump_mempool mb_pool_0" quit | timeout 60 dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 \
     -d "$LIB" -d "$dup/$(basename "$LIB")" --mbuf-pool-ops-name ptr_ring \
     --log-level=pmd.mempool.ptr_ring:debug -- -i --total-num-mbufs=2048 >"$log" 2>&1
 rc=$?
 regs=$(grep -c 'PTR_RING: mempool ops "ptr_ring" registered at index' "$log")
-if [[ $rc -eq 0 && $regs -eq 1 ]] && grep -q 'by another copy of the handler' "$log" &&
-    grep -q 'PTR_RING: pool mb_pool_0: 2048 objects' "$log"; then
-    pass two-copies "$(grep -o 'already registered at index [0-9]*' "$log")"
+ops=$(pool_ops_from_dump "$log" mb_pool_0 | paste -sd ' ' -)
+if [[ $rc -eq 0 && $regs -eq 1 && $ops == ptr_ring ]] && grep -q 'by another copy of the handler' "$log"; then
+    pass two-copies "$(grep -o 'already registered at index [0-9]*' "$log"); mb_pool_0 ops_name ptr_ring (DPDK's dump)"
 else
-    fail two-copies "exit $rc, $regs registrations" "$log"
+    fail two-copies "exit $rc, $regs registrations, mb_pool_0 ops_name '${ops:-none}'" "$log"
 fi
 rm -rf "$dup"
 

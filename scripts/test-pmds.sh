@@ -15,9 +15,10 @@
 #
 # Each check needs: packets received by the rx side (the largest RX-packets
 # that testpmd printed: memif zeroes its counters when the peer disconnects,
-# so the exit summary can read 0), both pools created and freed by ptr_ring
-# (the handler's "pool mb_pool_0: N objects" and "pool mb_pool_0 freed" lines
-# in each process), and every object back in both pools ("freed: every object
+# so the exit summary can read 0), both pools on ptr_ring (mb_pool_0's ops
+# name in each process, read through telemetry: scripts/pool-ops.sh), the
+# handler's report at the free of both ("pool mb_pool_0 freed" in each
+# process), and every object back in both pools ("freed: every object
 # returned"). The one exception is memif_zc's client, whose PMD keeps the mbufs
 # still in its rings at close: in zero-copy mode memif stores mbuf pointers in
 # mq->buffers, the TX ring's until the server has read them and the next TX
@@ -48,6 +49,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 # shellcheck source=scripts/eal-args.sh
 source "$repo/scripts/eal-args.sh" # EAL_MODE
+# shellcheck source=scripts/pool-ops.sh
+source "$repo/scripts/pool-ops.sh" # which handler served a pool, from DPDK's side
 if [[ -n ${PTR_RING_EAL_ENV:-} ]]; then
     # shellcheck source=/dev/null
     source "$PTR_RING_EAL_ENV"
@@ -123,7 +126,7 @@ start_testpmd() {
     local log=$1 fifo=$2 prefix=$3 cores=$4 mode=$5 vdev=$6
     shift 6
     # shellcheck disable=SC2086 # cores is "LIST --main-lcore N"
-    timeout -k 3 -s INT 30 stdbuf -oL dpdk-testpmd -l $cores --file-prefix "$prefix" --no-pci --no-telemetry \
+    timeout -k 3 -s INT 30 stdbuf -oL dpdk-testpmd -l $cores --file-prefix "$prefix" --no-pci \
         "${mem[@]}" "$@" -d "$LIB" --mbuf-pool-ops-name ptr_ring \
         --log-level=mempool.ptr_ring:info --log-level=pmd.mempool.ptr_ring:info \
         --vdev "$vdev" -- -i --auto-start --mbcache=0 --total-num-mbufs=16384 --forward-mode="$mode" \
@@ -148,7 +151,6 @@ pool_report() {
         echo none
     fi
 }
-created_on_ptr_ring() { grep -qE 'PTR_RING: pool mb_pool_0: [0-9]+ objects' "$1"; }
 
 # $1 check name, $2 rx-side vdev, $3 tx-side vdev, $4 socket file (removed
 # first, if any),
@@ -156,7 +158,7 @@ created_on_ptr_ring() { grep -qE 'PTR_RING: pool mb_pool_0: [0-9]+ objects' "$1"
 # tx side (0: none).
 run_pair() {
     local name=$1 rx_vdev=$2 tx_vdev=$3 sock=$4 tx_extra=$5 tx_kept_max=$6
-    local rxlog=$dir/$name-rx.log txlog=$dir/$name-tx.log rx_pid tx_pid rc_rx=0 rc_tx=0 i
+    local rxlog=$dir/$name-rx.log txlog=$dir/$name-tx.log rx_pid tx_pid rc_rx=0 rc_tx=0 i ops_rx ops_tx
     local t0=$SECONDS
     rm -f "$sock"
     # rx side: forwarding lcore 1; tx side: forwarding lcore 0.
@@ -179,6 +181,7 @@ run_pair() {
         fi
         return
     fi
+    ops_rx=$(pool_ops_query "${prefix_base}_${name}_rx" mb_pool_0 "$dir/$name-rx.tel" "$rx_pid")
     start_testpmd "$txlog" "$tx_fifo" "${prefix_base}_${name}_tx" "0,1 --main-lcore 1" txonly "$tx_vdev" \
         ${tx_extra:+"$tx_extra"}
     tx_pid=$started
@@ -187,6 +190,7 @@ run_pair() {
         kill -0 "$tx_pid" 2>/dev/null || break
         sleep 0.1
     done
+    ops_tx=$(pool_ops_query "${prefix_base}_${name}_tx" mb_pool_0 "$dir/$name-tx.tel" "$tx_pid")
     sleep "$TRAFFIC_S"
     # Counters while both run (memif zeroes them when the peer goes), then
     # stop both sides' forwarding, then close the ports and exit.
@@ -215,8 +219,9 @@ run_pair() {
         else
             fail "$name" "testpmd exit status: tx side $rc_tx, rx side $rc_rx" "$txlog" "$rxlog"
         fi
-    elif ! created_on_ptr_ring "$rxlog" || ! created_on_ptr_ring "$txlog"; then
-        fail "$name" "mb_pool_0 not created by ptr_ring on both sides" "$txlog" "$rxlog"
+    elif [[ $ops_rx != ptr_ring || $ops_tx != ptr_ring ]]; then
+        fail "$name" "mb_pool_0 ops_name (telemetry): rx side '${ops_rx:-no answer}', tx side '${ops_tx:-no answer}'; both must be ptr_ring" \
+            "$dir/$name-rx.tel" "$dir/$name-tx.tel"
     elif [[ $rep_rx == none || $rep_tx == none ]]; then
         fail "$name" "no ptr_ring report at the free of mb_pool_0 (rx side: $rep_rx, tx side: $rep_tx)" "$txlog" "$rxlog"
     elif ((rx == 0)); then
@@ -236,7 +241,7 @@ run_pair() {
     else
         local kept=""
         [[ $rep_tx == kept* ]] && kept="tx side's PMD kept ${rep_tx#kept } mbufs at close (in its ring slots, at most $tx_kept_max; not freed by the PMD)"
-        pass "$name" "$tx sent, $rx received; both mb_pool_0 on ptr_ring; rx side every object back; ${kept:-tx side every object back}; ${took} s"
+        pass "$name" "$tx sent, $rx received; both mb_pool_0 ops_name ptr_ring (telemetry); rx side every object back; ${kept:-tx side every object back}; ${took} s"
     fi
 }
 

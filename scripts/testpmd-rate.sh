@@ -8,7 +8,16 @@
 # prints the forwarding rate in Mpps (packets received per second summed over
 # both ports; median of the 1-second stats samples after the first) on stdout,
 # and also leaves it in TESTPMD_MPPS, with the per-second values in
-# TESTPMD_SAMPLES (only visible when not called inside $(...)). Example:
+# TESTPMD_SAMPLES (only visible when not called inside $(...)).
+#
+# During testpmd's start-up (before the first stats period ends, which is not
+# sampled) it reads the ops name of mb_pool_0 through telemetry
+# (scripts/pool-ops.sh): the replies go to $TESTPMD_LOG.tel, the name to
+# TESTPMD_OPS ("ptr_ring"; "ops_index N" for another handler; empty when
+# telemetry gave no answer). After a call inside $(...), read it with
+# `pool_ops_from_tel LOG.tel mb_pool_0`. So the extra EAL arguments must not
+# include --no-telemetry or --file-prefix: each run gets a prefix of its own,
+# removed afterwards. Example:
 #
 #   testpmd_mpps -d "$lib" --mbuf-pool-ops-name ptr_ring -- --mbcache=0
 #
@@ -26,9 +35,12 @@
 
 # shellcheck source=scripts/eal-args.sh
 source "$(dirname "${BASH_SOURCE[0]}")/eal-args.sh"
+# shellcheck source=scripts/pool-ops.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pool-ops.sh"
 
 TESTPMD_SAMPLES=""
 TESTPMD_MPPS=""
+TESTPMD_OPS=""
 
 median() {
     tr ' ' '\n' | sed '/^$/d' | sort -g |
@@ -50,15 +62,18 @@ testpmd_mpps() {
     exec {keep}< <(exec sleep 3600)
     keeper=$!
 
-    local lcores vdevs
+    local lcores vdevs prefix=ptrring_rate_${BASHPID}_$RANDOM
+    rm -rf "$(dpdk_runtime_dir "$prefix")"
     read -r -a lcores <<<"${TESTPMD_LCORE_ARGS:--l ${TESTPMD_LCORES:-0-1}}"
     read -r -a vdevs <<<"${TESTPMD_VDEVS:---vdev net_null0 --vdev net_null1}"
     # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
-    dpdk-testpmd "${lcores[@]}" $EAL_MEM --no-pci \
+    dpdk-testpmd "${lcores[@]}" $EAL_MEM --file-prefix "$prefix" --no-pci \
         "${vdevs[@]}" "${eal_extra[@]}" -- \
         -a --forward-mode=io --stats-period 1 "${testpmd_extra[@]}" \
         <&"$keep" >"$log" 2>&1 &
     local pid=$!
+    # Start-up: the pool is populated before the ports start forwarding.
+    TESTPMD_OPS=$(pool_ops_query "$prefix" mb_pool_0 "$log.tel" "$pid")
 
     # Wait for secs+1 stats blocks (the first covers start-up), then stop
     # testpmd the way a user would (SIGINT), with a hard deadline.
@@ -77,6 +92,7 @@ testpmd_mpps() {
     exec {keep}<&-
     kill "$keeper" 2>/dev/null || true
     wait "$keeper" 2>/dev/null || true
+    rm -rf "$(dpdk_runtime_dir "$prefix")"
 
     TESTPMD_MPPS=""
     TESTPMD_SAMPLES=$(testpmd_samples <"$log" | tail -n +2 | tr '\n' ' ')

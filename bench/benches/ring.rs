@@ -268,6 +268,9 @@ fn pin(cpu: usize) {
     }
 }
 
+#[path = "../../scripts/eal_mem.rs"]
+mod eal_mem_file;
+
 /// The EAL arguments: `RING_EAL_ARGS`, or the memory mode of
 /// `build/eal-mem.env` plus a minimal single-lcore set-up.
 fn eal_args() -> Vec<String> {
@@ -276,22 +279,8 @@ fn eal_args() -> Vec<String> {
         v.extend(a.split_whitespace().map(String::from));
         return v;
     }
-    let env = concat!(env!("CARGO_MANIFEST_DIR"), "/../build/eal-mem.env");
-    let mem = std::fs::read_to_string(env)
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                l.trim()
-                    .strip_prefix("EAL_MEM=")
-                    .map(|v| v.trim_matches('"').to_string())
-            })
-        })
-        .unwrap_or_else(|| "--no-huge -m 256".to_string());
     let mut v = vec!["ring-bench".to_string()];
-    v.extend(mem.split_whitespace().map(String::from));
-    if v.iter().any(|a| a == "--no-huge") && !v.iter().any(|a| a == "--no-shconf") {
-        v.push("--no-shconf".into());
-    }
+    v.extend(eal_mem_file::eal_mem().args);
     v.extend(
         [
             "--no-pci",

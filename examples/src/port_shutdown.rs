@@ -21,12 +21,12 @@
 //! ```
 //!
 //! EAL memory arguments come from `$EAL_MEM`, else from `build/eal-mem.env`
-//! (written by `scripts/setup.sh`), else `--no-huge -m 1024 --no-shconf`.
+//! (written by `scripts/setup.sh`; read by `scripts/eal_mem.rs`), else
+//! `--no-huge -m 1024 --no-shconf`.
 
 use core::ffi::{c_int, c_void};
 use std::collections::VecDeque;
 use std::ffi::CString;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -112,34 +112,16 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// EAL memory arguments: `$EAL_MEM`, else `build/eal-mem.env`, else no hugepages.
+#[path = "../../scripts/eal_mem.rs"]
+mod eal_mem_file;
+
+/// EAL memory arguments: `$EAL_MEM`, else `build/eal-mem.env` (read as every
+/// Rust program here reads it, with the same default).
 fn eal_mem() -> Vec<String> {
-    let from_file = || -> Option<String> {
-        let candidates = [
-            PathBuf::from("build/eal-mem.env"),
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/eal-mem.env"),
-        ];
-        candidates.iter().find_map(|p| {
-            let text = std::fs::read_to_string(p).ok()?;
-            text.lines().find_map(|l| {
-                l.trim()
-                    .strip_prefix("EAL_MEM=")
-                    .map(|v| v.trim_matches('"').to_string())
-            })
-        })
-    };
-    let mem = std::env::var("EAL_MEM")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .or_else(from_file)
-        .unwrap_or_else(|| "--no-huge -m 1024 --no-shconf".to_string());
-    let mut v: Vec<String> = mem.split_whitespace().map(String::from).collect();
-    if v.iter().any(|a| a == "--no-huge")
-        && !v.iter().any(|a| a == "--no-shconf" || a == "--in-memory")
-    {
-        v.push("--no-shconf".into());
+    match std::env::var("EAL_MEM") {
+        Ok(mem) if !mem.trim().is_empty() => eal_mem_file::mem_args(&mem),
+        _ => eal_mem_file::eal_mem().args,
     }
-    v
 }
 
 /// State shared with the forwarding lcore.

@@ -15,56 +15,16 @@ use dpdk_sys as sys;
 use mempool::PoolStats;
 use rte_mempool_ptr_ring::api::{self, MbufPool};
 
-/// What `scripts/setup.sh` chose for this machine (`build/eal-mem.env`).
-#[derive(Debug, Clone)]
-pub struct EalMem {
-    /// `hugepages` or `nohuge` (or `default` when the file is missing).
-    pub mode: String,
-    /// The EAL memory arguments.
-    pub args: Vec<String>,
-}
-
-impl EalMem {
-    /// Whether hugepages (shared memory) are available to EAL.
-    pub fn hugepages(&self) -> bool {
-        self.mode == "hugepages"
-    }
-}
+/// What `scripts/setup.sh` chose for this machine (`build/eal-mem.env`, or
+/// the file named by `PTR_RING_EAL_ENV`), read by the one implementation
+/// that the example and the ring benchmark share.
+#[path = "../../../scripts/eal_mem.rs"]
+mod eal_mem_file;
+pub use eal_mem_file::eal_mem;
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Reads `build/eal-mem.env` (or the file named by `PTR_RING_EAL_ENV`);
-/// without it, `--no-huge -m 512 --no-shconf`.
-pub fn eal_mem() -> EalMem {
-    let path = std::env::var_os("PTR_RING_EAL_ENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("build/eal-mem.env"));
-    let mut mode = String::from("default");
-    let mut mem: Option<String> = None;
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        for line in text.lines() {
-            let line = line.trim();
-            if let Some(v) = line.strip_prefix("EAL_MODE=") {
-                mode = v.trim_matches('"').to_string();
-            } else if let Some(v) = line.strip_prefix("EAL_MEM=") {
-                mem = Some(v.trim_matches('"').to_string());
-            }
-        }
-    }
-    let mut args: Vec<String> = mem
-        .unwrap_or_else(|| "--no-huge -m 512".to_string())
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    // Without hugepages EAL keeps a shared config in /var/run/dpdk/rte
-    // unless told not to; concurrent runs would then clash.
-    if args.iter().any(|a| a == "--no-huge") && !args.iter().any(|a| a == "--no-shconf") {
-        args.push("--no-shconf".into());
-    }
-    EalMem { mode, args }
 }
 
 /// EAL arguments of a single-process test: the machine's memory arguments,
