@@ -353,7 +353,7 @@ fn e2e(w: &mut String, d: &Data) {
          rate is the ring port's receive rate. `--burst=512` is above 1.5x the cache, so DPDK's \
          cache passes those gets and puts straight to the handler. {} rounds per handler, \
          alternated; cells: median Mpps of the 1-s samples. Every `ptr_ring` run is checked to \
-         have served the pool (its log line).\n",
+         have served the pool (its ops name, read through telemetry).\n",
         d.meta("e2e_rounds")
     );
     let _ = writeln!(w, "| row | caches: ptr_ring | caches: ring_mp_mc | ptr_ring Mpps | ring_mp_mc Mpps | ratio [95% CI] | target | verdict | in words |");
