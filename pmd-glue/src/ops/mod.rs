@@ -6,11 +6,16 @@ use core::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use dpdk_sys as sys;
-use mempool::{ChunkSpec, Iova, PoolConfig, PoolCore, PoolError, VirtAddr, VirtRange};
+use mempool::{PoolCore, PoolError};
 
 use crate::error::GlueError;
 use crate::log::Level;
-use crate::{log, pool_config, port, settings, zone};
+use crate::{log, zone};
+
+mod setup;
+mod teardown;
+
+pub use setup::max_chunks_for;
 
 /// Name under which the handler registers.
 pub const OPS_NAME: &str = "ptr_ring";
@@ -41,108 +46,12 @@ fn report(mp: *const sys::rte_mempool, what: &str, e: &GlueError) -> c_int {
     e.errno()
 }
 
-/// Page size the mempool library uses to keep objects within pages.
-fn page_size(mp: *mut sys::rte_mempool) -> usize {
-    let mut pg: usize = 0;
-    // SAFETY: valid mempool, valid out pointer.
-    if unsafe { sys::rte_mempool_get_page_size(mp, &mut pg) } < 0 {
-        0
-    } else {
-        pg
-    }
-}
-
-fn elt_total(mp: *const sys::rte_mempool) -> usize {
-    // SAFETY: DPDK passes a valid mempool.
-    unsafe { ((*mp).header_size + (*mp).elt_size + (*mp).trailer_size) as usize }
-}
-
-/// The pool configuration for `mp`: object count from DPDK, the rest from the
-/// settings read at load, and an IOVA table large enough for any way DPDK
-/// may hand out the memory (see [`max_chunks_for`]).
-fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
-    let s = settings::get();
-    // SAFETY: DPDK passes a valid mempool.
-    let objects = unsafe { (*mp).size } as usize;
-    let mut cfg = PoolConfig::new(objects);
-    cfg.max_lcores = sys::RTE_MAX_LCORE;
-    cfg.validate = s.validate;
-    // DPDK's single-producer / single-consumer pool flags (what makes
-    // ring_mp_mc pools ring_sp_sc ones, e.g. `rte_mempool_create(...,
-    // MEMPOOL_F_SP_PUT | MEMPOOL_F_SC_GET)`): the application promises one
-    // putting / getting thread at a time, so the ring side takes no lock.
-    // SAFETY: DPDK passes a valid mempool.
-    let flags = unsafe { (*mp).flags };
-    cfg.single_producer = flags & sys::RTE_MEMPOOL_F_SP_PUT != 0;
-    cfg.single_consumer = flags & sys::RTE_MEMPOOL_F_SC_GET != 0;
-    // The handler's own per-lcore cache is off unless asked for
-    // (PTR_RING_CACHE_SIZE here, or per pool through `pool_config`): with
-    // DPDK's cache above us a second one only adds copies and idle objects,
-    // and without it the application chose no cache, expecting what
-    // ring_mp_mc gives: a pool of n serves n gets, whichever lcore freed
-    // the objects (a cache would keep some idle on other lcores).
-    let cache = s.cache_size.unwrap_or(0);
-    let max_cache = PoolConfig::max_cache_size(objects);
-    if cache > max_cache {
-        log!(
-            Level::Warning,
-            "PTR_RING_CACHE_SIZE={cache} is too large for pool {} ({objects} objects: at most \
-             {max_cache}): using {max_cache}",
-            pool_name(mp)
-        );
-    }
-    cfg.cache_size = Some(cache.min(max_cache));
-    cfg.max_chunks = max_chunks_for(objects, page_size(mp), elt_total(mp));
-    cfg
-}
-
-/// IOVA-table records a pool of `objects` objects of `total` bytes may need.
-///
-/// Each record is a run of at least one object, so `objects` records always
-/// suffice, whatever the memory: DPDK may populate one page at a time (IOVA
-/// as PA on anonymous memory gives one chunk per 4 KB page, split again
-/// where an object would straddle a page). `ring_mp_mc` has no such table,
-/// so anything smaller could refuse memory that DPDK's own handler accepts.
-/// Bounded by the core's `MAX_CHUNKS`; never below the page-count estimate
-/// plus slack for pools larger than that bound.
-pub fn max_chunks_for(objects: usize, page_size: usize, total: usize) -> usize {
-    let total = total.max(1);
-    let per_page_runs = if page_size == 0 || total > page_size {
-        0
-    } else {
-        objects.div_ceil(page_size / total)
-    };
-    objects
-        .max(per_page_runs + 256)
-        .clamp(1, mempool::config::MAX_CHUNKS)
-}
-
 unsafe extern "C" fn alloc(mp: *mut sys::rte_mempool) -> c_int {
     guard("alloc", || {
-        let mut cfg = config_for(mp);
-        // SAFETY: DPDK calls alloc with a valid mempool whose `pool_config`
-        // is what the application passed to rte_mempool_set_ops_byname.
-        if let Err(e) = unsafe { pool_config::apply_from(mp, &mut cfg) } {
-            return report(mp, "alloc", &e);
-        }
-        // SAFETY: DPDK calls alloc with a valid mempool.
-        let ops_index = unsafe { (*mp).ops_index };
-        // SAFETY: as above.
-        match unsafe { zone::create(mp, &cfg, ops_index) } {
-            Ok(z) => {
-                log!(
-                    Level::Info,
-                    "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}, {}), validation {}",
-                    pool_name(mp),
-                    cfg.objects,
-                    z.core.cache_size(),
-                    z.core.ring().slots(),
-                    z.core.ring().batch(),
-                    z.core.ring().mode_name(),
-                    if cfg.validate { "on" } else { "off" }
-                );
-                0
-            }
+        // SAFETY: DPDK calls alloc with a valid mempool and the
+        // application's `pool_config`.
+        match unsafe { setup::create(mp) } {
+            Ok(()) => 0,
             Err(e) => report(mp, "alloc", &e),
         }
     })
@@ -157,94 +66,23 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
             // failed: nothing of ours to free, as in DPDK's own handlers.
             return 0;
         }
-        // Held until the zone is gone: telemetry and the deferred release
-        // take the same lock before they touch a pool.
-        let mut lock = port::release_lock();
-        // SAFETY: DPDK calls free with a valid mempool.
-        let z = match unsafe { zone::attach(mp) } {
-            Ok(z) => z,
-            Err(e) => return report(mp, "free", &e),
-        };
-        // A deferred release still armed for this pool must never act on
-        // it (or on a pool that later reuses its memory): forget it now,
-        // cancel its alarm once the lock is dropped.
-        let pending = port::forget_deferred_release(&mut lock, &z);
-        leak_report(mp, &z);
-        if let Err(e) = zone::destroy(&pool_name(mp)) {
-            report(mp, "free", &e);
+        // SAFETY: as above; `pool_data` is set, by our alloc.
+        match unsafe { teardown::release(mp) } {
+            Ok(()) => 0,
+            Err(e) => report(mp, "free", &e),
         }
-        drop(lock);
-        if let Some(token) = pending {
-            port::cancel_deferred_release(token);
-        }
-        0
     });
 }
 
-/// The `free` log line: how many objects never came back.
-fn leak_report(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
-    let st = z.core.stats();
-    let name = pool_name(mp);
-    if st.state == mempool::PoolState::Released {
-        log!(
-            Level::Info,
-            "pool {name} freed after a drained shutdown (hold {}, release {})",
-            st.hold,
-            st.release
-        );
-        return;
-    }
-    let missing = if st.state.is_closing() {
-        // Draining: gets are refused, so the library's take-back loop took
-        // nothing and the caches were flushed at shutdown: the inflight
-        // snapshot is exactly what is still out (signed: a double free
-        // that got through shows as negative).
-        st.inflight
-    } else {
-        // The library has just taken back, one at a time, every object it
-        // could; the failures at the end are the objects that never came
-        // back. Objects still in the handler caches of other lcores were
-        // out of the freeing lcore's reach but are not lost.
-        z.header
-            .trailing_get_failures
-            .load(Ordering::Relaxed)
-            .saturating_sub(st.in_caches as u64) as i64
-    };
-    if missing > 0 {
-        log!(
-            Level::Warning,
-            "pool {name} freed with {missing} objects not returned{} (still with the \
-             application, in user-owned mempool caches, or in DPDK's per-lcore mempool caches)",
-            if st.state.is_closing() {
-                format!(" during its {} shutdown", st.state)
-            } else {
-                String::new()
-            }
-        );
-    } else if missing < 0 {
-        log!(
-            Level::Warning,
-            "pool {name} freed with {} more objects returned than handed out (a double free; \
-             hold {}, release {})",
-            -missing,
-            st.hold,
-            st.release
-        );
-    } else {
-        log!(
-            Level::Info,
-            "pool {name} freed: every object returned (hold {}, release {})",
-            st.hold,
-            st.release
-        );
-    }
-}
-
-/// `ops->enqueue`. The fast path (up to 8 objects pushed onto the calling
-/// lcore's own cache, see `PoolCore::try_put_cached`) is inlined here: no
-/// call, no stack frame; everything else, larger bulks included (their
-/// `memcpy` call amortised; `PoolCore::put` tries the cache first), goes
-/// through [`enqueue_slow`].
+/// `ops->enqueue`. Inlined here, with no call and no stack frame: the
+/// cache fast path (up to 8 objects onto the calling lcore's own cache,
+/// `PoolCore::try_put_cached`). With the handler cache off, a tail call to
+/// the direct path (single objects apart, so that each is a leaf function).
+/// Everything else goes through [`enqueue_slow`].
+///
+/// The trailing-failure hint is cleared before the put: once the last
+/// buffer is back a deferred release may free the zone, so the put must be
+/// our last touch of it.
 unsafe extern "C" fn enqueue(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
@@ -253,31 +91,23 @@ unsafe extern "C" fn enqueue(
     guard("enqueue", || {
         // SAFETY: DPDK passes its own mempool.
         if let Some(z) = unsafe { zone::attach_fast(mp) } {
-            // Cleared before the put: once the last buffer is back a
-            // deferred release may free the zone, so the put must be our
-            // last touch of it.
             z.header.clear_trailing_failures();
+            // The caller's own lcore id: DPDK's one thread per lcore rule
+            // makes it the owner of that lcore's cache and counters.
             let lcore = sys::lcore_id();
-            if z.core.is_direct() {
-                // Tail calls, single objects apart: each path is a leaf
-                // with few live values, so neither needs a stack frame.
-                // SAFETY: forwarded DPDK arguments; the lcore id as below.
-                return unsafe {
-                    if n == 1 {
-                        enqueue_one_direct(mp, objs, z.core, lcore)
-                    } else {
-                        enqueue_direct(mp, objs, n, z.core, lcore)
+            // SAFETY: forwarded DPDK arguments, `n` valid object pointers
+            // at `objs`; the lcore id is the caller's own.
+            unsafe {
+                match (z.core.is_direct(), n) {
+                    (true, 1) => return enqueue_one_direct(mp, objs, z.core, lcore),
+                    (true, _) => return enqueue_direct(mp, objs, n, z.core, lcore),
+                    (false, _) => {
+                        let objs = core::slice::from_raw_parts(objs, n as usize);
+                        if z.core.try_put_cached(lcore, objs) {
+                            return 0;
+                        }
                     }
-                };
-            }
-            // SAFETY: DPDK passes `n` valid object pointers; `lcore_id()` is
-            // the calling thread's own lcore id (DPDK's one thread per lcore
-            // rule makes it the cache's owner).
-            if unsafe {
-                z.core
-                    .try_put_cached(lcore, core::slice::from_raw_parts(objs, n as usize))
-            } {
-                return 0;
+                }
             }
         }
         // SAFETY: forwarded DPDK arguments.
@@ -347,7 +177,7 @@ fn put_failed(mp: *mut sys::rte_mempool, e: PoolError) -> c_int {
     report(mp, "enqueue", &GlueError::Core(e))
 }
 
-/// `ops->dequeue`; fast path inlined as in [`enqueue`].
+/// `ops->dequeue`; fast paths as in [`enqueue`].
 unsafe extern "C" fn dequeue(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
@@ -357,25 +187,20 @@ unsafe extern "C" fn dequeue(
         // SAFETY: DPDK passes its own mempool.
         if let Some(z) = unsafe { zone::attach_fast(mp) } {
             let lcore = sys::lcore_id();
-            if z.core.is_direct() {
-                // Tail calls, as in `enqueue`.
-                // SAFETY: forwarded DPDK arguments.
-                return unsafe {
-                    if n == 1 {
-                        dequeue_one_direct(mp, objs, z.core, lcore)
-                    } else {
-                        dequeue_direct(mp, objs, n, z.core, lcore)
+            // SAFETY: forwarded DPDK arguments, room for `n` object
+            // pointers at `objs`; the lcore id as in `enqueue`.
+            unsafe {
+                match (z.core.is_direct(), n) {
+                    (true, 1) => return dequeue_one_direct(mp, objs, z.core, lcore),
+                    (true, _) => return dequeue_direct(mp, objs, n, z.core, lcore),
+                    (false, _) => {
+                        let out = core::slice::from_raw_parts_mut(objs, n as usize);
+                        if z.core.try_get_cached(lcore, out) {
+                            z.header.clear_trailing_failures();
+                            return 0;
+                        }
                     }
-                };
-            }
-            // SAFETY: DPDK passes room for `n` object pointers; the lcore id
-            // as in `enqueue`.
-            if unsafe {
-                z.core
-                    .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, n as usize))
-            } {
-                z.header.clear_trailing_failures();
-                return 0;
+                }
             }
         }
         // SAFETY: forwarded DPDK arguments.
@@ -499,37 +324,12 @@ unsafe extern "C" fn populate(
 ) -> c_int {
     guard("populate", || {
         // SAFETY: DPDK passes its own mempool.
-        let z = match unsafe { zone::attach(mp) } {
-            Ok(z) => z,
+        let recorded = unsafe { zone::attach(mp) }
+            .and_then(|z| setup::record_chunk(mp, &z, max_objs as usize, vaddr, iova, len));
+        let (expected, runs) = match recorded {
+            Ok(r) => r,
             Err(e) => return report(mp, "populate", &e),
         };
-        let runs = object_runs(mp, max_objs as usize, vaddr as usize, len);
-        let total = elt_total(mp);
-        // SAFETY: valid mempool.
-        let header = unsafe { (*mp).header_size } as usize;
-        let expected: usize = runs.iter().map(|r| r.count).sum();
-        // All or nothing, as DPDK's populate is: on error no object of this
-        // chunk may stay recorded.
-        if z.core.chunks() + runs.len() > z.core.max_chunks() {
-            let e = PoolError::ChunkTableFull {
-                max_chunks: z.core.max_chunks(),
-                va: VirtRange::new(VirtAddr(vaddr as usize), len),
-            };
-            return report(mp, "populate", &GlueError::Core(e));
-        }
-        for r in &runs {
-            let start = r.first - header;
-            let spec = ChunkSpec {
-                va: VirtRange::new(VirtAddr(start), (r.count - 1) * r.stride + total),
-                iova: Iova::from_raw(iova).map(|i| Iova(i.0 + (start - vaddr as usize) as u64)),
-                first: VirtAddr(r.first),
-                stride: r.stride,
-                count: r.count,
-            };
-            if let Err(e) = z.core.register_chunk(spec) {
-                return report(mp, "populate", &GlueError::Core(e));
-            }
-        }
         // SAFETY: forwarding DPDK's own arguments to DPDK's helper.
         let n = unsafe {
             sys::rte_mempool_op_populate_helper(
@@ -545,61 +345,12 @@ unsafe extern "C" fn populate(
         }
         log!(
             Level::Debug,
-            "pool {}: chunk va {:#x} iova {:#x} len {len}: {n} objects in {} runs",
+            "pool {}: chunk va {:#x} iova {iova:#x} len {len}: {n} objects in {runs} runs",
             pool_name(mp),
-            vaddr as usize,
-            iova,
-            runs.len()
+            vaddr as usize
         );
         n
     })
-}
-
-/// A run of evenly spaced objects in a chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Run {
-    first: usize,
-    stride: usize,
-    count: usize,
-}
-
-/// Where `rte_mempool_op_populate_helper` (flags 0) puts objects in a chunk,
-/// as runs of evenly spaced objects. Objects never straddle a page when the
-/// pool needs IOVA-contiguous objects, so a page boundary can change the
-/// spacing: with objects smaller than half a page each page starts a run;
-/// with one object per page (4 KB pages, no hugepages) the whole chunk is
-/// one run whose stride is the page size.
-fn object_runs(mp: *mut sys::rte_mempool, max_objs: usize, va: usize, len: usize) -> Vec<Run> {
-    let pg = page_size(mp);
-    let total = elt_total(mp);
-    // SAFETY: valid mempool.
-    let header = unsafe { (*mp).header_size } as usize;
-    let mut runs: Vec<Run> = Vec::new();
-    let mut off = 0usize;
-    for _ in 0..max_objs {
-        let start = va + off;
-        if pg != 0 && total <= pg && start / pg != (start + total - 1) / pg {
-            off += start.next_multiple_of(pg) - start;
-        }
-        if off + total > len {
-            break;
-        }
-        let obj = va + off + header;
-        match runs.last_mut() {
-            Some(r) if r.count == 1 => {
-                r.stride = obj - r.first;
-                r.count = 2;
-            }
-            Some(r) if r.first + r.count * r.stride == obj => r.count += 1,
-            _ => runs.push(Run {
-                first: obj,
-                stride: total,
-                count: 1,
-            }),
-        }
-        off += total;
-    }
-    runs
 }
 
 /// The handler's ops table entry.

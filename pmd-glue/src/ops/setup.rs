@@ -1,0 +1,201 @@
+//! Pool creation: the configuration a pool gets (`alloc`) and the IOVA
+//! table records of each chunk DPDK hands it (`populate`).
+
+use core::ffi::c_void;
+
+use dpdk_sys as sys;
+use mempool::{ChunkSpec, Iova, PoolConfig, PoolError, VirtAddr, VirtRange};
+
+use super::pool_name;
+use crate::error::GlueError;
+use crate::log::Level;
+use crate::{log, pool_config, settings, zone};
+
+/// Page size the mempool library uses to keep objects within pages.
+pub(super) fn page_size(mp: *mut sys::rte_mempool) -> usize {
+    let mut pg: usize = 0;
+    // SAFETY: valid mempool, valid out pointer.
+    if unsafe { sys::rte_mempool_get_page_size(mp, &mut pg) } < 0 {
+        0
+    } else {
+        pg
+    }
+}
+
+pub(super) fn elt_total(mp: *const sys::rte_mempool) -> usize {
+    // SAFETY: DPDK passes a valid mempool.
+    unsafe { ((*mp).header_size + (*mp).elt_size + (*mp).trailer_size) as usize }
+}
+
+/// The pool configuration for `mp`: object count from DPDK, the rest from the
+/// settings read at load, and an IOVA table large enough for any way DPDK
+/// may hand out the memory (see [`max_chunks_for`]).
+pub(super) fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
+    let s = settings::get();
+    // SAFETY: DPDK passes a valid mempool.
+    let objects = unsafe { (*mp).size } as usize;
+    let mut cfg = PoolConfig::new(objects);
+    cfg.max_lcores = sys::RTE_MAX_LCORE;
+    cfg.validate = s.validate;
+    // DPDK's single-producer / single-consumer pool flags (what makes
+    // ring_mp_mc pools ring_sp_sc ones, e.g. `rte_mempool_create(...,
+    // MEMPOOL_F_SP_PUT | MEMPOOL_F_SC_GET)`): the application promises one
+    // putting / getting thread at a time, so the ring side takes no lock.
+    // SAFETY: DPDK passes a valid mempool.
+    let flags = unsafe { (*mp).flags };
+    cfg.single_producer = flags & sys::RTE_MEMPOOL_F_SP_PUT != 0;
+    cfg.single_consumer = flags & sys::RTE_MEMPOOL_F_SC_GET != 0;
+    // The handler's own per-lcore cache is off unless asked for
+    // (PTR_RING_CACHE_SIZE here, or per pool through `pool_config`): with
+    // DPDK's cache above us a second one only adds copies and idle objects,
+    // and without it the application chose no cache, expecting what
+    // ring_mp_mc gives: a pool of n serves n gets, whichever lcore freed
+    // the objects (a cache would keep some idle on other lcores).
+    let cache = s.cache_size.unwrap_or(0);
+    let max_cache = PoolConfig::max_cache_size(objects);
+    if cache > max_cache {
+        log!(
+            Level::Warning,
+            "PTR_RING_CACHE_SIZE={cache} is too large for pool {} ({objects} objects: at most \
+             {max_cache}): using {max_cache}",
+            pool_name(mp)
+        );
+    }
+    cfg.cache_size = Some(cache.min(max_cache));
+    cfg.max_chunks = max_chunks_for(objects, page_size(mp), elt_total(mp));
+    cfg
+}
+
+/// IOVA-table records a pool of `objects` objects of `total` bytes may need.
+///
+/// Each record is a run of at least one object, so `objects` records always
+/// suffice, whatever the memory: DPDK may populate one page at a time (IOVA
+/// as PA on anonymous memory gives one chunk per 4 KB page, split again
+/// where an object would straddle a page). `ring_mp_mc` has no such table,
+/// so anything smaller could refuse memory that DPDK's own handler accepts.
+/// At least the page-count estimate plus slack, and at most the core's
+/// `MAX_CHUNKS`: a pool that DPDK lays out in more runs than that (over
+/// 65536 objects one per page, e.g. IOVA as PA without hugepages) is
+/// refused at populate with `ChunkTableFull`, where `ring_mp_mc` would
+/// take it.
+pub fn max_chunks_for(objects: usize, page_size: usize, total: usize) -> usize {
+    let total = total.max(1);
+    let per_page_runs = if page_size == 0 || total > page_size {
+        0
+    } else {
+        objects.div_ceil(page_size / total)
+    };
+    objects
+        .max(per_page_runs + 256)
+        .clamp(1, mempool::config::MAX_CHUNKS)
+}
+
+/// Creates the zone of pool `mp` (`ops->alloc`): the configuration from
+/// DPDK, the settings and the application's `pool_config`, then one
+/// INFO line saying what the pool got.
+///
+/// # Safety
+/// `mp` is the valid mempool DPDK passes to `alloc`, whose `pool_config`
+/// is what the application passed to `rte_mempool_set_ops_byname`.
+pub(super) unsafe fn create(mp: *mut sys::rte_mempool) -> Result<(), GlueError> {
+    let mut cfg = config_for(mp);
+    // SAFETY: the caller's contract.
+    unsafe { pool_config::apply_from(mp, &mut cfg) }?;
+    // SAFETY: as above.
+    let z = unsafe { zone::create(mp, &cfg, (*mp).ops_index) }?;
+    log!(
+        Level::Info,
+        "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}, {}), validation {}",
+        pool_name(mp),
+        cfg.objects,
+        z.core.cache_size(),
+        z.core.ring().slots(),
+        z.core.ring().batch(),
+        z.core.ring().mode_name(),
+        if cfg.validate { "on" } else { "off" }
+    );
+    Ok(())
+}
+
+/// Records the object runs of a chunk (`ops->populate`'s arguments) in the
+/// IOVA table, all or nothing up front: the runs must all fit. Returns how
+/// many objects the runs hold, and how many runs.
+pub(super) fn record_chunk(
+    mp: *mut sys::rte_mempool,
+    z: &zone::Zone<'_>,
+    max_objs: usize,
+    vaddr: *mut c_void,
+    iova: sys::rte_iova_t,
+    len: usize,
+) -> Result<(usize, usize), GlueError> {
+    let runs = object_runs(mp, max_objs, vaddr as usize, len);
+    let total = elt_total(mp);
+    // SAFETY: valid mempool.
+    let header = unsafe { (*mp).header_size } as usize;
+    if z.core.chunks() + runs.len() > z.core.max_chunks() {
+        return Err(GlueError::Core(PoolError::ChunkTableFull {
+            max_chunks: z.core.max_chunks(),
+            va: VirtRange::new(VirtAddr(vaddr as usize), len),
+        }));
+    }
+    for r in &runs {
+        let start = r.first - header;
+        z.core
+            .register_chunk(ChunkSpec {
+                va: VirtRange::new(VirtAddr(start), (r.count - 1) * r.stride + total),
+                iova: Iova::from_raw(iova).map(|i| Iova(i.0 + (start - vaddr as usize) as u64)),
+                first: VirtAddr(r.first),
+                stride: r.stride,
+                count: r.count,
+            })
+            .map_err(GlueError::Core)?;
+    }
+    Ok((runs.iter().map(|r| r.count).sum(), runs.len()))
+}
+
+/// A run of evenly spaced objects in a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    first: usize,
+    stride: usize,
+    count: usize,
+}
+
+/// Where `rte_mempool_op_populate_helper` (flags 0) puts objects in a chunk,
+/// as runs of evenly spaced objects. Objects never straddle a page when the
+/// pool needs IOVA-contiguous objects, so a page boundary can change the
+/// spacing: with objects smaller than half a page each page starts a run;
+/// with one object per page (4 KB pages, no hugepages) the whole chunk is
+/// one run whose stride is the page size.
+fn object_runs(mp: *mut sys::rte_mempool, max_objs: usize, va: usize, len: usize) -> Vec<Run> {
+    let pg = page_size(mp);
+    let total = elt_total(mp);
+    // SAFETY: valid mempool.
+    let header = unsafe { (*mp).header_size } as usize;
+    let mut runs: Vec<Run> = Vec::new();
+    let mut off = 0usize;
+    for _ in 0..max_objs {
+        let start = va + off;
+        if pg != 0 && total <= pg && start / pg != (start + total - 1) / pg {
+            off += start.next_multiple_of(pg) - start;
+        }
+        if off + total > len {
+            break;
+        }
+        let obj = va + off + header;
+        match runs.last_mut() {
+            Some(r) if r.count == 1 => {
+                r.stride = obj - r.first;
+                r.count = 2;
+            }
+            Some(r) if r.first + r.count * r.stride == obj => r.count += 1,
+            _ => runs.push(Run {
+                first: obj,
+                stride: total,
+                count: 1,
+            }),
+        }
+        off += total;
+    }
+    runs
+}
