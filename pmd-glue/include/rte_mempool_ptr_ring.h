@@ -64,9 +64,10 @@ int ptr_ring_stats(const struct rte_mempool *mp, struct ptr_ring_stats *out);
  * (no get/put on mp during the call). Returns objects moved or -errno. */
 int ptr_ring_flush_lcore_cache(const struct rte_mempool *mp, unsigned int lcore);
 
-/* Index of ptr_ring in this process's mempool ops table, or -1. Every process
- * sharing pools must load the same -d plugins in the same order, so that this
- * index is the same everywhere. */
+/* Index of ptr_ring in this process's mempool ops table, or -1. The handler
+ * registers after every other one, and a secondary process takes its
+ * primary's table order (see DESIGN.md, "Multi-process"), so this index is the
+ * same in every process sharing the pools. */
 int ptr_ring_ops_index(void);
 
 /* Makes mp reachable by the device (rte_device) of port, once for the pool's

@@ -8,12 +8,13 @@ pub enum GlueError {
     /// The core refused (exhaustion, bad input, validation, configuration).
     #[error(transparent)]
     Core(#[from] PoolError),
-    /// `mp->pool_data` is not a ptr_ring zone: in a secondary process this
-    /// means its mempool ops table is numbered differently from the primary's.
+    /// `mp->pool_data` is not a ptr_ring zone: a pool of another handler
+    /// reached our callbacks, which in a secondary process means its mempool
+    /// ops table is numbered differently from the primary's.
     #[error(
         "pool data at {addr:#x} is not a ptr_ring pool: this process's mempool ops table \
-         differs from the creating process's; load the same -d plugins in the same order \
-         in every process"
+         differs from the creating process's (a secondary that could not take its primary's \
+         table order: see the handler's log lines at start-up)"
     )]
     NotOurPool {
         /// `mp->pool_data`.
