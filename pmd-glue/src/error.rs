@@ -19,6 +19,21 @@ pub enum GlueError {
         /// `mp->pool_data`.
         addr: usize,
     },
+    /// A null mempool pointer where a pool is required.
+    #[error("null mempool")]
+    NullPool,
+    /// A pool whose ops, in this process, are another handler's.
+    #[error(
+        "pool {pool:?} uses mempool ops {ops:?} in this process, not ptr_ring (if another \
+         process created it on ptr_ring, the processes' ops tables differ: load the same -d \
+         plugins in the same order in every process)"
+    )]
+    OtherHandler {
+        /// The pool.
+        pool: String,
+        /// The ops name its `ops_index` gives in this process.
+        ops: String,
+    },
     /// Memzone name would exceed `RTE_MEMZONE_NAMESIZE`.
     #[error("memzone name {name:?} is too long (pool names up to 28 characters)")]
     NameTooLong {
@@ -102,6 +117,8 @@ impl GlueError {
         match self {
             GlueError::Core(e) => e.errno(),
             GlueError::NotOurPool { .. }
+            | GlueError::NullPool
+            | GlueError::OtherHandler { .. }
             | GlueError::NameTooLong { .. }
             | GlueError::BadPoolConfig { .. }
             | GlueError::BadArg { .. } => -libc::EINVAL,

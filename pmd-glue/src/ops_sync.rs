@@ -35,7 +35,7 @@ use std::time::Instant;
 use dpdk_sys as sys;
 
 use crate::log::Level;
-use crate::{log, ops, zone};
+use crate::{ffi, log, ops, zone};
 
 /// Name of the IPC action a primary serves its ops table under.
 pub const ACTION: &CStr = c"ptr_ring_ops_table";
@@ -69,10 +69,7 @@ pub fn install_scan_hook() -> bool {
 }
 
 unsafe extern "C" fn on_vdev_scan(_arg: *mut c_void) {
-    // A panic must not unwind into EAL.
-    if std::panic::catch_unwind(at_scan).is_err() {
-        log!(Level::Err, "internal error (panic) in the bus-scan hook");
-    }
+    ffi::guard_void("the bus-scan hook", at_scan);
 }
 
 /// The scan hook: register, then align the table with the other processes.
@@ -233,7 +230,7 @@ fn serve() {
 /// Primary side of the handshake (EAL's IPC thread): the names from the
 /// asked index on, as many as fit.
 unsafe extern "C" fn on_request(msg: *const sys::rte_mp_msg, peer: *const c_void) -> c_int {
-    let r = std::panic::catch_unwind(|| {
+    ffi::guard("the ops-table request", || {
         // SAFETY: EAL passes the received message.
         let req = unsafe { &*msg };
         let start = if req.len_param >= 2 {
@@ -246,8 +243,7 @@ unsafe extern "C" fn on_request(msg: *const sys::rte_mp_msg, peer: *const c_void
         // SAFETY: a valid message; `peer` is the requester's address as EAL
         // gave it.
         unsafe { sys::rte_mp_reply(&mut reply, peer.cast::<c_char>()) }
-    });
-    r.unwrap_or(-1)
+    })
 }
 
 fn encode_reply(names: &[String], start: usize) -> sys::rte_mp_msg {
@@ -582,7 +578,7 @@ fn stub_ops(name: &str) -> sys::rte_mempool_ops {
 
 /// Logs that `mp`'s handler is missing here; returns `-ENOTSUP`.
 fn refuse(mp: *const sys::rte_mempool, what: &str) -> c_int {
-    let _ = std::panic::catch_unwind(|| {
+    ffi::guard_void("a stub ops callback", || {
         // SAFETY: DPDK passes a live mempool whose ops index chose this stub.
         let (pool, i) = unsafe { (zone::cstr_field(&(*mp).name), (*mp).ops_index) };
         let handler = Table::lock()

@@ -29,8 +29,9 @@ use dpdk_sys as sys;
 use mempool::{ChunkInfo, DeviceId, DmaMapper, PollOutcome, PoolState};
 
 use crate::error::GlueError;
+use crate::ffi::{self, pool_name};
 use crate::log::Level;
-use crate::{log, ops, zone};
+use crate::{log, zone};
 
 /// What [`shutdown_ports`] did with the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -376,7 +377,7 @@ pub unsafe fn attach_device(
     backend: &mut dyn DevDma,
 ) -> Result<DmaAttach, GlueError> {
     // SAFETY: the caller passes a live mempool.
-    let z = unsafe { zone::attach(mp) }?;
+    let z = unsafe { zone::ours(mp) }?;
     let mut mapper = PoolDmaMapper::new(backend);
     let r = z.core.dma_attach(device, &mut mapper);
     let out = DmaAttach {
@@ -416,7 +417,7 @@ pub unsafe fn detach_device(
     backend: &mut dyn DevDma,
 ) -> Result<DmaDetach, GlueError> {
     // SAFETY: the caller passes a live mempool.
-    let z = unsafe { zone::attach(mp) }?;
+    let z = unsafe { zone::ours(mp) }?;
     let mut mapper = PoolDmaMapper::new(backend);
     let records = z.core.dma_remove(device, &mut mapper)?;
     Ok(DmaDetach {
@@ -433,6 +434,8 @@ pub unsafe fn detach_device(
 /// # Safety
 /// `mp` is a live mempool created with the ptr_ring ops.
 pub unsafe fn attach_port(mp: *mut sys::rte_mempool, port: u16) -> Result<DmaAttach, GlueError> {
+    // SAFETY: the caller passes a live mempool.
+    unsafe { zone::ours(mp) }?;
     register_event_callbacks();
     let dev = port_device(port)?;
     // SAFETY: a live device of a valid port; DPDK returns its
@@ -487,11 +490,6 @@ fn port_device(port: u16) -> Result<*mut sys::rte_device, GlueError> {
         });
     }
     Ok(info.device)
-}
-
-fn pool_name(mp: *const sys::rte_mempool) -> String {
-    // SAFETY: a live mempool.
-    zone::cstr_field(unsafe { &(*mp).name })
 }
 
 // ------------------------------------------------- release lock and alarms
@@ -643,9 +641,9 @@ pub unsafe fn shutdown_ports_with_caches(
     mp: *mut sys::rte_mempool,
     wait: Duration,
 ) -> Result<ShutdownOutcome, GlueError> {
-    let name = pool_name(mp);
     // SAFETY: live mempool (caller's contract).
-    let z = unsafe { zone::attach(mp) }?;
+    let z = unsafe { zone::ours(mp) }?;
+    let name = pool_name(mp);
     let token = new_token();
     // One shutdown per pool. AcqRel: pairs with the loads in `ops->free`
     // and the deferred release, and orders this claim before the drain.
@@ -831,7 +829,7 @@ fn arm(token: u64, us: u64) -> Result<(), GlueError> {
 /// never touched.
 unsafe extern "C" fn deferred_release(arg: *mut c_void) {
     let token = arg as usize as u64;
-    let _ = std::panic::catch_unwind(|| {
+    ffi::guard_void("the deferred release", || {
         let mut lock = release_lock();
         let Some(g) = lock.guard.as_mut() else {
             // Only reachable if an alarm ran nested in a release: never
@@ -937,7 +935,7 @@ unsafe extern "C" fn on_port_event(
     _arg: *mut c_void,
     _ret: *mut c_void,
 ) -> c_int {
-    let _ = std::panic::catch_unwind(|| {
+    ffi::guard_void("the port event callback", || {
         let removed = event == sys::RTE_ETH_EVENT_INTR_RMV;
         let (device, name) = {
             let mut d = devices();
@@ -960,19 +958,12 @@ unsafe extern "C" fn on_port_event(
             (DeviceId(id), entry.name.clone())
         };
         // The pools looked up below stay alive while we hold the lock.
-        let _lock = release_lock();
+        let lock = release_lock();
         for pool in crate::telemetry::pools() {
             let Ok(c) = std::ffi::CString::new(pool.clone()) else {
                 continue;
             };
-            // SAFETY: valid name; null when absent.
-            let mp = unsafe { sys::rte_mempool_lookup(c.as_ptr()) };
-            // SAFETY: `mp` is checked non-null first; a listed pool is live.
-            if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
-                continue;
-            }
-            // SAFETY: a live pool of ours.
-            let Ok(z) = (unsafe { zone::attach(mp) }) else {
+            let Some((_, z)) = zone::lookup(&c, &lock) else {
                 continue;
             };
             if z.core.device_stats(device).is_none() || z.core.state() == PoolState::Released {

@@ -4,7 +4,7 @@
 //! (ring, caches, counters, IOVA table) follows at `core_offset`. Nothing in
 //! it is process-local, so secondary processes use it as it is.
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_void, CStr};
 use core::ptr::NonNull;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,8 @@ use dpdk_sys as sys;
 use mempool::{PoolConfig, PoolCore, PoolLayout};
 
 use crate::error::GlueError;
+use crate::port::ReleaseLock;
+use crate::{ffi, ops};
 
 /// Memzone name prefix of our pools.
 pub const ZONE_PREFIX: &str = "PR_";
@@ -146,6 +148,44 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
         header: z.header,
         core,
     })
+}
+
+/// The zone of `mp` when `mp` is a pool of ours: not null, on the
+/// `ptr_ring` ops in this process, and its `pool_data` one of our zones.
+/// The preamble of every entry point a pool is handed to (C API, Rust API,
+/// telemetry, port events, shutdown, DMA mapping); DPDK's own ops callbacks
+/// need no ops check (DPDK chose the ops) and call [`attach`].
+///
+/// # Safety
+/// `mp` is null or a live mempool.
+pub unsafe fn ours<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueError> {
+    if mp.is_null() {
+        return Err(GlueError::NullPool);
+    }
+    // SAFETY: a live mempool (caller's contract).
+    let ops = unsafe { ops::ops_name_of(mp) };
+    if ops != ops::OPS_NAME {
+        return Err(GlueError::OtherHandler {
+            pool: ffi::pool_name(mp),
+            ops,
+        });
+    }
+    // SAFETY: as above.
+    unsafe { attach(mp) }
+}
+
+/// The pool named `name` and its zone, when it is one of ours ([`ours`]).
+/// The release lock, held for as long as the zone is borrowed, keeps a
+/// pool found by name alive: whatever frees a pool takes it first.
+pub fn lookup<'l>(
+    name: &CStr,
+    _held: &'l ReleaseLock,
+) -> Option<(*mut sys::rte_mempool, Zone<'l>)> {
+    // SAFETY: valid name; lookup returns null when absent.
+    let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
+    // SAFETY: null or live, and it stays live while the lock is held.
+    let z = unsafe { ours(mp) }.ok()?;
+    Some((mp, z))
 }
 
 /// [`attach`] for the get/put fast path: the same zone check (null and
