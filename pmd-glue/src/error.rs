@@ -37,8 +37,12 @@ pub enum GlueError {
         /// The ops name its `ops_index` gives in this process.
         ops: String,
     },
-    /// Memzone name would exceed `RTE_MEMZONE_NAMESIZE`.
-    #[error("memzone name {name:?} is too long (pool names up to 28 characters)")]
+    /// Memzone name would exceed `RTE_MEMZONE_NAMESIZE`: only for a pool
+    /// name longer than DPDK itself accepts (see `zone::MAX_POOL_NAME`).
+    #[error(
+        "memzone name {name:?} is too long (DPDK takes mempool names of up to {} characters)",
+        crate::zone::dpdk_max_pool_name()
+    )]
     NameTooLong {
         /// The name we would have used.
         name: String,

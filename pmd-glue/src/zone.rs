@@ -67,6 +67,19 @@ pub struct Zone<'a> {
     pub core: &'a PoolCore,
 }
 
+/// Longest pool name a zone name has room for: `RTE_MEMZONE_NAMESIZE`
+/// less [`ZONE_PREFIX`] and the NUL (28), more than DPDK takes
+/// ([`dpdk_max_pool_name`]), so every pool gets a zone name.
+pub const MAX_POOL_NAME: usize = sys::RTE_MEMZONE_NAMESIZE as usize - 1 - ZONE_PREFIX.len();
+
+/// Longest mempool name DPDK accepts, `RTE_MEMPOOL_NAMESIZE - 1` (25):
+/// the room in `rte_mempool::name`, into which `rte_mempool_create_empty`
+/// copies the name, refusing longer ones (bindgen cannot carry the macro,
+/// a `sizeof` expression).
+pub fn dpdk_max_pool_name() -> usize {
+    sys::rte_mempool::default().name.len() - 1
+}
+
 /// Builds the memzone name for a pool.
 pub fn zone_name(pool_name: &str) -> Result<CString, GlueError> {
     let name = format!("{ZONE_PREFIX}{pool_name}");
@@ -277,4 +290,22 @@ pub unsafe fn cstr_ptr(p: *const c_char) -> String {
     unsafe { std::ffi::CStr::from_ptr(p) }
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pool_name_dpdk_takes_fits_a_zone_name() {
+        assert_eq!(dpdk_max_pool_name(), 25);
+        assert!(dpdk_max_pool_name() <= MAX_POOL_NAME);
+        let longest = zone_name(&"p".repeat(MAX_POOL_NAME)).unwrap();
+        assert_eq!(
+            longest.as_bytes().len(),
+            sys::RTE_MEMZONE_NAMESIZE as usize - 1
+        );
+        let e = zone_name(&"p".repeat(MAX_POOL_NAME + 1)).unwrap_err();
+        assert!(e.to_string().contains("up to 25 characters"), "{e}");
+    }
 }
