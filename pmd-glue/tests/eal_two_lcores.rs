@@ -21,9 +21,6 @@ use rte_mempool_ptr_ring::api::MbufPool;
 const POOL: u32 = 2047;
 const TOTAL: u64 = 400_000;
 const BURST: usize = 32;
-/// From rte_ring_core.h (bindgen skips these macros).
-const RING_F_SP_ENQ: u32 = 0x0001;
-const RING_F_SC_DEQ: u32 = 0x0002;
 const DEADLINE: Duration = Duration::from_secs(30);
 const SP_SC: u32 = sys::RTE_MEMPOOL_F_SP_PUT | sys::RTE_MEMPOOL_F_SC_GET;
 
@@ -125,8 +122,14 @@ fn run(cache: u32, flags: u32) {
     );
     let rname = CString::new(format!("ring_{name}")).unwrap();
     // SAFETY: valid name; one producer, one consumer.
-    let ring =
-        unsafe { sys::rte_ring_create(rname.as_ptr(), 1024, -1, RING_F_SP_ENQ | RING_F_SC_DEQ) };
+    let ring = unsafe {
+        sys::rte_ring_create(
+            rname.as_ptr(),
+            1024,
+            -1,
+            sys::RING_F_SP_ENQ | sys::RING_F_SC_DEQ,
+        )
+    };
     assert!(!ring.is_null(), "rte_ring_create");
     let sh = Shared {
         mp: pool.as_ptr(),
