@@ -33,7 +33,7 @@ pub mod validation;
 pub use config::{PoolConfig, PoolLayout};
 pub use dma::{DeviceId, DeviceState, DeviceStats, DmaMapper, NoDma};
 pub use error::PoolError;
-pub use inflight::{InflightSnapshot, ACCOUNTING};
+pub use inflight::{HoldRelease, InflightSnapshot, ACCOUNTING};
 pub use iova::{
     ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA,
 };

@@ -234,13 +234,25 @@ fn run(cache: u32, flags: u32) {
             ))
         })
         .unwrap_or_else(|| panic!("no 'every object returned' line; log:\n{log}"));
-    let nums: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|t| !t.is_empty())
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    let (hold, release) = (nums[nums.len() - 2], nums[nums.len() - 1]);
-    assert_eq!(hold, release, "[{name}] nothing stranded at free: {line}");
+    let (hold, release) = (count_after(line, "hold "), count_after(line, "release "));
+    // Modulo 2^32: per-lcore hold counts are 32-bit and wrap.
+    assert_eq!(
+        hold.map(|h| h as u32),
+        release.map(|r| r as u32),
+        "[{name}] nothing stranded at free: {line}"
+    );
+    assert!(hold.is_some(), "[{name}] no hold count in: {line}");
+}
+
+/// The number right after the first `word` that is followed by one.
+fn count_after(line: &str, word: &str) -> Option<u64> {
+    line.match_indices(word).find_map(|(i, _)| {
+        let rest = &line[i + word.len()..];
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        rest[..digits].parse().ok()
+    })
 }
 
 #[test]
