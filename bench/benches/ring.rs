@@ -84,10 +84,6 @@ const ROUND_OBJS_2T: u64 = 1 << 19;
 const PRODUCER_CPU: usize = 0;
 const CONSUMER_CPU: usize = 1;
 
-// DPDK's ring flags (rte_ring_core.h macros, which bindgen does not export).
-const RING_F_SP_ENQ: u32 = 0x0001;
-const RING_F_SC_DEQ: u32 = 0x0002;
-
 /// Whether a failed try is followed by a `pause` (`spin_loop`); see
 /// `RING_PAUSE` in the module documentation.
 static PAUSE: AtomicBool = AtomicBool::new(true);
@@ -447,7 +443,7 @@ impl Contenders {
             ours,
             ours_spsc,
             sp_sc: eal
-                .then(|| RteRing::create("bench_sp_sc", RING_F_SP_ENQ | RING_F_SC_DEQ))
+                .then(|| RteRing::create("bench_sp_sc", sys::RING_F_SP_ENQ | sys::RING_F_SC_DEQ))
                 .flatten()
                 .map(RteSpSc),
             mp_mc: eal

@@ -36,7 +36,7 @@ pub fn generate(dpdk: &Dpdk, csrc: &Path, out_dir: &Path) -> Result<(), String> 
         .rust_target(bindgen::RustTarget::stable(77, 0).map_err(|err| err.to_string())?)
         .allowlist_function("_?rte_.*")
         .allowlist_type("_?rte_.*|RTE_.*|eth_.*")
-        .allowlist_var("_?rte_.*|RTE_.*|SOCKET_ID_ANY|LCORE_ID_ANY")
+        .allowlist_var("_?rte_.*|RTE_.*|RING_F_.*|SOCKET_ID_ANY|LCORE_ID_ANY")
         .prepend_enum_name(false)
         .derive_default(true)
         .wrap_unsafe_ops(true)

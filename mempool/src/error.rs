@@ -1,5 +1,6 @@
 //! The one error type of the pool core, each variant carrying the value that
-//! failed, and its single mapping to the negative errno DPDK expects.
+//! failed. The core has no errno: `pmd-glue` maps these errors to the
+//! negative errno DPDK expects (`pmd_glue::error::pool_errno`).
 
 use crate::dma::DeviceId;
 use crate::iova::{ChunkId, VirtAddr, VirtRange};
@@ -171,32 +172,28 @@ pub enum PoolError {
 }
 
 impl PoolError {
-    /// The negative errno for DPDK: `-ENOBUFS` for exhaustion, `-ENOSPC` for
-    /// full tables, the mapper's own code for DMA failures, `-EINVAL` for bad
-    /// input and caller bugs.
+    /// Transitional: the negative errno for DPDK, as
+    /// `pmd_glue::error::pool_errno` (the mapping, which a pmd-glue test
+    /// checks this copy against). Kept only until pmd-glue's `ops.rs` calls
+    /// that instead; then this method goes. Do not use it in new code.
+    #[doc(hidden)]
     pub fn errno(&self) -> i32 {
         match self {
             PoolError::Exhausted { .. } | PoolError::NotActive { .. } => -libc::ENOBUFS,
-            PoolError::Ring(e) => e.errno(),
-            PoolError::ChunkTableFull { .. } | PoolError::DeviceTableFull { .. } => -libc::ENOSPC,
-            PoolError::TooManyObjects { .. } => -libc::ENOSPC,
-            PoolError::DmaMap { errno, .. } | PoolError::DmaUnmap { errno, .. } => {
-                if *errno < 0 {
-                    *errno
-                } else {
-                    -libc::EIO
-                }
+            PoolError::Ring(
+                RingError::NoSpace { .. }
+                | RingError::NotEnough { .. }
+                | RingError::BulkTooLarge { .. },
+            ) => -libc::ENOBUFS,
+            PoolError::ChunkTableFull { .. }
+            | PoolError::DeviceTableFull { .. }
+            | PoolError::TooManyObjects { .. } => -libc::ENOSPC,
+            PoolError::DmaMap { errno, .. } | PoolError::DmaUnmap { errno, .. } if *errno < 0 => {
+                *errno
             }
+            PoolError::DmaMap { .. } | PoolError::DmaUnmap { .. } => -libc::EIO,
             PoolError::UnknownDevice { .. } => -libc::ENODEV,
-            PoolError::Overfull { .. }
-            | PoolError::NullObject { .. }
-            | PoolError::Rejected { .. }
-            | PoolError::BadConfig { .. }
-            | PoolError::NotAPool { .. }
-            | PoolError::ChunkOverlap { .. }
-            | PoolError::BadChunk { .. }
-            | PoolError::DeviceRemoved { .. }
-            | PoolError::WrongState { .. } => -libc::EINVAL,
+            _ => -libc::EINVAL,
         }
     }
 }

@@ -136,6 +136,64 @@ impl InflightSnapshot {
     }
 }
 
+/// Σhold and Σrelease as they relate, for log lines. The raw `u64` sums do
+/// not: per-lcore hold counts are 32-bit and wrap, the release counters do
+/// not, so the sums drift apart by multiples of 2^32. Modulo 2^32 they
+/// agree, and `hold − release`, read as signed, is `inflight − populated`.
+///
+/// ```
+/// # use mempool::HoldRelease;
+/// // One lcore's 32-bit hold count wrapped once; the releases did not.
+/// let c = HoldRelease::new(1234, (1 << 32) + 1234);
+/// assert_eq!((c.hold(), c.release(), c.net()), (1234, 1234, 0));
+/// assert_eq!(
+///     c.to_string(),
+///     "hold - release = 0 (hold 1234, release 1234: counter sums mod 2^32)"
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldRelease {
+    hold: u64,
+    release: u64,
+}
+
+impl HoldRelease {
+    /// From the raw sums (`PoolStats::hold`/`release`,
+    /// `InflightSnapshot::hold`/`release`).
+    pub fn new(hold: u64, release: u64) -> HoldRelease {
+        HoldRelease { hold, release }
+    }
+
+    /// Σhold modulo 2^32.
+    pub fn hold(&self) -> u32 {
+        self.hold as u32
+    }
+
+    /// Σrelease modulo 2^32.
+    pub fn release(&self) -> u32 {
+        self.release as u32
+    }
+
+    /// `hold − release` modulo 2^32, read as signed: objects handed out
+    /// minus objects taken back, the populated ones (taken back at fill)
+    /// included, so `populated + net` is the inflight count.
+    pub fn net(&self) -> i64 {
+        self.hold.wrapping_sub(self.release) as u32 as i32 as i64
+    }
+}
+
+impl core::fmt::Display for HoldRelease {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "hold - release = {} (hold {}, release {}: counter sums mod 2^32)",
+            self.net(),
+            self.hold(),
+            self.release()
+        )
+    }
+}
+
 /// Reads the counters in the order that makes the result safe to release on
 /// (see the module doc): all `release`s, then all `hold`s, then `populated`.
 ///

@@ -14,7 +14,7 @@
 //! * [`dma`]: once-per-device DMA mapping bookkeeping.
 //! * [`shutdown`]: the Active → Draining → Released state machine.
 //! * [`validation`]: the optional foreign-pointer / double-free checks.
-//! * [`error`]: [`PoolError`] and its errno mapping.
+//! * [`error`]: [`PoolError`], each variant with the values that failed.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
@@ -33,7 +33,7 @@ pub mod validation;
 pub use config::{PoolConfig, PoolLayout};
 pub use dma::{DeviceId, DeviceState, DeviceStats, DmaMapper, NoDma};
 pub use error::PoolError;
-pub use inflight::{InflightSnapshot, ACCOUNTING};
+pub use inflight::{HoldRelease, InflightSnapshot, ACCOUNTING};
 pub use iova::{
     ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA,
 };

@@ -131,21 +131,6 @@ pub enum RingError {
     },
 }
 
-impl RingError {
-    /// The negative errno DPDK expects for this error (`-ENOBUFS` for the
-    /// all-or-nothing failures, `-EINVAL` for bad arguments).
-    pub fn errno(&self) -> i32 {
-        match self {
-            RingError::NoSpace { .. }
-            | RingError::NotEnough { .. }
-            | RingError::BulkTooLarge { .. } => -libc::ENOBUFS,
-            RingError::NullObject { .. }
-            | RingError::BadCapacity { .. }
-            | RingError::NotARing { .. } => -libc::EINVAL,
-        }
-    }
-}
-
 /// Size, shape and synchronisation mode of a ring, computed before any memory
 /// exists so the caller can reserve it; [`PtrRing::init`] writes it into the
 /// ring's read-only configuration.

@@ -133,3 +133,21 @@ fn snapshot_is_wrapping_and_signed() {
     };
     assert_eq!(over.inflight(), -1, "over-return is visible as negative");
 }
+
+#[test]
+fn hold_release_relate_modulo_2_32() {
+    use mempool::HoldRelease;
+    // Just filled: every populated object taken back once, none handed out.
+    assert_eq!(HoldRelease::new(0, 2047).net(), -2047);
+    // Lcore hold counts wrapped (the sum lost 2^32 twice), releases did not.
+    let c = HoldRelease::new(5, (2 << 32) + 2052);
+    assert_eq!((c.hold(), c.release(), c.net()), (5, 2052, -2047));
+    // The pool's own counters relate the same way.
+    let pool = HeapPool::new(&cfg(100)).unwrap();
+    pool.register_chunk(chunk_spec(40)).unwrap();
+    let s = pool.stats();
+    assert_eq!(
+        s.populated as i64 + HoldRelease::new(s.hold, s.release).net(),
+        s.inflight
+    );
+}

@@ -144,7 +144,6 @@ fn table_bound_overlap_and_bad_runs_are_errors() {
             va: VirtRange::new(VirtAddr(0x3000), 0x100)
         }
     );
-    assert_eq!(e.errno(), -libc::ENOSPC);
     assert_eq!(p.populated(), 8, "failed registrations populate nothing");
 
     let p = pool(100, 8);

@@ -238,7 +238,6 @@ fn idle_objects_in_other_caches_guarantee() {
             available: 0
         }
     );
-    assert_eq!(err.errno(), -libc::ENOBUFS);
     // The idle objects are bounded by the other caches' sizes...
     assert_eq!(pool.in_caches(), 3 * size);
     assert_conserved(&pool);

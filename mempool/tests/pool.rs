@@ -1,5 +1,6 @@
 //! The pool as a whole: init/attach by magic in caller memory, exhaustion
-//! (all-or-nothing, nothing lost, recovery), error values and errno.
+//! (all-or-nothing, nothing lost, recovery), error values (their errno is
+//! pmd-glue's: `pmd-glue/src/error.rs`).
 #![cfg(not(loom))]
 
 mod common;
@@ -42,7 +43,6 @@ fn attach_rejects_memory_without_a_pool() {
             addr: p.as_ptr() as usize
         }
     );
-    assert_eq!(e.errno(), -libc::EINVAL);
 }
 
 #[test]
@@ -92,7 +92,6 @@ fn exhaustion_is_all_or_nothing_and_recovers() {
             matches!(e, PoolError::Exhausted { requested: 101, .. }),
             "{e}"
         );
-        assert_eq!(e.errno(), -libc::ENOBUFS);
         assert_eq!(pool.inflight(), 0, "a failed get hands out nothing");
         assert_eq!(pool.available(), 100);
         assert_conserved(&pool);
@@ -167,7 +166,6 @@ fn overfull_put_is_refused_whole() {
         assert!(extra < 1000, "ring never refused");
     };
     assert_eq!(e, PoolError::Overfull { requested: 2 });
-    assert_eq!(e.errno(), -libc::EINVAL);
     assert!(pool.ring().len() >= 100);
 }
 

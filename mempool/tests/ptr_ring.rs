@@ -165,7 +165,6 @@ fn bulk_larger_than_capacity_and_zero_length() {
             capacity: 4
         }
     );
-    assert_eq!(e.errno(), -libc_enobufs());
     assert!(e.to_string().contains("exceeds ring capacity 4"));
     let mut out = vec![core::ptr::null_mut(); 5];
     assert!(matches!(
@@ -178,17 +177,12 @@ fn bulk_larger_than_capacity_and_zero_length() {
     assert!(r.is_empty());
 }
 
-fn libc_enobufs() -> i32 {
-    105 // ENOBUFS on Linux
-}
-
 #[test]
 fn null_object_is_rejected_and_nothing_inserted() {
     let r = HeapRing::with_capacity(8).unwrap();
     let objs = [obj(1), core::ptr::null_mut(), obj(3)];
     let e = r.enqueue_bulk(&objs).unwrap_err();
     assert_eq!(e, RingError::NullObject { index: 1 });
-    assert_eq!(e.errno(), -22);
     assert!(r.is_empty());
     assert_eq!(r.len(), 0);
 }

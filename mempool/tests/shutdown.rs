@@ -170,7 +170,12 @@ fn draining_closes_caches_refuses_gets_accepts_returns() {
     );
     // SAFETY: single thread. Lcore 3's cache is empty: slow path.
     let e = unsafe { pool.get(3, &mut c) }.unwrap_err();
-    assert_eq!(e.errno(), -libc::ENOBUFS);
+    assert_eq!(
+        e,
+        PoolError::NotActive {
+            state: PoolState::Draining
+        }
+    );
     // A late return on lcore 1 goes to the ring and takes lcore 1's cache along.
     let ring = pool.ring().len();
     let cached = pool.cache_len(1);
@@ -245,7 +250,6 @@ fn return_after_release_is_detected_and_counted() {
                 first: VirtAddr::of(a[0]),
             }
         );
-        assert_eq!(e.errno(), -libc::EINVAL);
     }
     assert_eq!(pool.ring().len(), ring, "nothing inserted after release");
     assert_eq!(pool.stats().rejected.after_release, 2);

@@ -65,8 +65,8 @@ pub fn ensure_registered() -> Result<i32, GlueError> {
 /// `mp` is a live mempool (a deferred release frees it once the last buffer
 /// is back: read it only while the caller still holds one).
 pub unsafe fn stats_of(mp: *const sys::rte_mempool) -> Result<PoolStats, GlueError> {
-    // SAFETY: a live mempool (caller's contract); `attach` checks it is ours.
-    let z = unsafe { zone::attach(mp) }?;
+    // SAFETY: a live mempool (caller's contract); `ours` checks it is ours.
+    let z = unsafe { zone::ours(mp) }?;
     Ok(z.core.stats())
 }
 
@@ -262,8 +262,8 @@ impl MbufPool {
 
     /// The handler's counters.
     pub fn stats(&self) -> Result<PoolStats, GlueError> {
-        // SAFETY: a live pool created with our ops.
-        let z = unsafe { zone::attach(self.mp.as_ptr()) }?;
+        // SAFETY: a live pool.
+        let z = unsafe { zone::ours(self.mp.as_ptr()) }?;
         Ok(z.core.stats())
     }
 

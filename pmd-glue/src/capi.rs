@@ -1,10 +1,13 @@
 //! C API, declared in `include/rte_mempool_ptr_ring.h`.
 
 use core::ffi::{c_int, c_uint};
+use std::time::Duration;
 
 use dpdk_sys as sys;
+use mempool::PoolStats;
 
-use crate::{ops, zone};
+use crate::port::{self, ShutdownOutcome};
+use crate::{ffi, ops, zone};
 
 /// Counters of one pool (mirrors `struct ptr_ring_stats` in the C header).
 #[repr(C)]
@@ -41,29 +44,11 @@ pub struct PtrRingStats {
     pub state: u32,
 }
 
-/// Fills `out` with the counters of `mp`. Returns 0, or -EINVAL when `mp`
-/// does not use the ptr_ring handler.
-///
-/// # Safety
-/// `mp` is a valid mempool (or null), `out` valid for writes (or null).
-#[no_mangle]
-pub unsafe extern "C" fn ptr_ring_stats(
-    mp: *const sys::rte_mempool,
-    out: *mut PtrRingStats,
-) -> c_int {
-    // SAFETY: `mp` is checked non-null first; callers pass live pools.
-    if mp.is_null() || out.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
-        return -libc::EINVAL;
-    }
-    // SAFETY: a valid mempool of ours (caller's contract, checked above).
-    let Ok(z) = (unsafe { zone::attach(mp) }) else {
-        return -libc::EINVAL;
-    };
-    let s = z.core.stats();
-    // SAFETY: `out` valid for writes (caller's contract).
-    unsafe {
-        out.write(PtrRingStats {
-            size: (*mp).size as u64,
+impl PtrRingStats {
+    /// The record of a pool of `size` objects whose counters are `s`.
+    fn new(size: u64, s: &PoolStats) -> PtrRingStats {
+        PtrRingStats {
+            size,
             populated: s.populated as u64,
             in_ring: s.in_ring as u64,
             in_caches: s.in_caches as u64,
@@ -77,9 +62,33 @@ pub unsafe extern "C" fn ptr_ring_stats(
             rejected_double_free: s.rejected.double_free,
             validation: s.validate as u32,
             state: s.state as u32,
-        })
-    };
-    0
+        }
+    }
+}
+
+/// Fills `out` with the counters of `mp`. Returns 0, or -EINVAL when `mp`
+/// does not use the ptr_ring handler.
+///
+/// # Safety
+/// `mp` is a valid mempool (or null), `out` valid for writes (or null).
+#[no_mangle]
+pub unsafe extern "C" fn ptr_ring_stats(
+    mp: *const sys::rte_mempool,
+    out: *mut PtrRingStats,
+) -> c_int {
+    ffi::guard("ptr_ring_stats", || {
+        if out.is_null() {
+            return -libc::EINVAL;
+        }
+        // SAFETY: `mp` is null or live (caller's contract).
+        let r = unsafe { zone::ours(mp) }.map(|z| {
+            // SAFETY: `mp` is a live pool (checked by `ours`), `out` valid
+            // for writes (caller's contract).
+            unsafe { out.write(PtrRingStats::new((*mp).size.into(), &z.core.stats())) };
+            0
+        });
+        ffi::c_result(r)
+    })
 }
 
 /// Moves the handler cache of `lcore` back to the ring; returns the number of
@@ -93,25 +102,21 @@ pub unsafe extern "C" fn ptr_ring_flush_lcore_cache(
     mp: *const sys::rte_mempool,
     lcore: c_uint,
 ) -> c_int {
-    // SAFETY: `mp` is checked non-null first; callers pass live pools.
-    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
-        return -libc::EINVAL;
-    }
-    // SAFETY: valid mempool of ours.
-    match unsafe { zone::attach(mp) } {
-        // SAFETY: the caller guarantees `lcore` is quiescent.
-        Ok(z) => match unsafe { z.core.flush_lcore(lcore) } {
-            Ok(n) => n as c_int,
-            Err(e) => e.errno(),
-        },
-        Err(e) => e.errno(),
-    }
+    ffi::guard("ptr_ring_flush_lcore_cache", || {
+        // SAFETY: `mp` is null or live (caller's contract).
+        let r = unsafe { zone::ours(mp) }.and_then(|z| {
+            // SAFETY: the caller guarantees `lcore` is quiescent.
+            let n = unsafe { z.core.flush_lcore(lcore) }?;
+            Ok(n as c_int)
+        });
+        ffi::c_result(r)
+    })
 }
 
 /// Index of the ptr_ring ops in this process's ops table, or -1.
 #[no_mangle]
 pub extern "C" fn ptr_ring_ops_index() -> c_int {
-    ops::lookup_index().unwrap_or(-1)
+    ffi::guard("ptr_ring_ops_index", || ops::lookup_index().unwrap_or(-1))
 }
 
 /// Makes `mp` reachable by the device of `port`, once per pool life and
@@ -125,15 +130,12 @@ pub extern "C" fn ptr_ring_ops_index() -> c_int {
 /// `mp` is a live mempool of ours (or null).
 #[no_mangle]
 pub unsafe extern "C" fn ptr_ring_attach_port(mp: *mut sys::rte_mempool, port: u16) -> c_int {
-    // SAFETY: `mp` is checked non-null first; callers pass live pools.
-    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
-        return -libc::EINVAL;
-    }
-    // SAFETY: a live pool of ours (caller's contract, checked above).
-    match unsafe { crate::port::attach_port(mp, port) } {
-        Ok(a) => a.records as c_int,
-        Err(e) => e.errno(),
-    }
+    ffi::guard("ptr_ring_attach_port", || {
+        // SAFETY: `mp` is null or live (caller's contract); `attach_port`
+        // checks it is ours first.
+        let r = unsafe { port::attach_port(mp, port) };
+        ffi::c_result(r.map(|a| a.records as c_int))
+    })
 }
 
 /// Stops and closes `nb_ports` ports, drains `mp` and frees it when every
@@ -178,38 +180,57 @@ pub unsafe extern "C" fn ptr_ring_port_shutdown_caches(
     wait_ms: u32,
     inflight: *mut i64,
 ) -> c_int {
-    if mp.is_null()
-        || (ports.is_null() && nb_ports > 0)
-        || (caches.is_null() && nb_caches > 0)
-        // SAFETY: `mp` is checked non-null first; callers pass live pools.
-        || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME
-    {
-        return -libc::EINVAL;
+    ffi::guard("ptr_ring_port_shutdown", || {
+        // SAFETY: the arrays hold as many entries as said (caller's contract).
+        let args = unsafe {
+            (
+                c_slice(ports, nb_ports.into()),
+                c_slice(caches, nb_caches as usize),
+            )
+        };
+        let (Some(ports), Some(caches)) = args else {
+            return -libc::EINVAL;
+        };
+        let wait = Duration::from_millis(wait_ms.into());
+        // SAFETY: caller's contract (quiescence, live pool); the shutdown
+        // checks the pool is ours before it touches anything.
+        let r = unsafe { port::shutdown_ports_with_caches(ports, caches, mp, wait) };
+        // SAFETY: `inflight` is null or writable (caller's contract).
+        ffi::c_result(r.map(|o| unsafe { shutdown_code(o, inflight) }))
+    })
+}
+
+/// `n` elements at `p` as a slice: empty when `n` is 0, `None` for a null
+/// `p` with elements.
+///
+/// # Safety
+/// `p` is null or points to `n` initialised elements that outlive `'a`.
+unsafe fn c_slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
+    if n == 0 {
+        Some(&[])
+    } else if p.is_null() {
+        None
+    } else {
+        // SAFETY: caller's contract.
+        Some(unsafe { core::slice::from_raw_parts(p, n) })
     }
-    let ports = if nb_ports == 0 {
-        &[][..]
-    } else {
-        // SAFETY: caller's contract.
-        unsafe { core::slice::from_raw_parts(ports, nb_ports as usize) }
-    };
-    let caches = if nb_caches == 0 {
-        &[][..]
-    } else {
-        // SAFETY: caller's contract.
-        unsafe { core::slice::from_raw_parts(caches, nb_caches as usize) }
-    };
-    let wait = std::time::Duration::from_millis(wait_ms as u64);
-    // SAFETY: caller's contract (quiescence, live pool).
-    match unsafe { crate::port::shutdown_ports_with_caches(ports, caches, mp, wait) } {
-        Ok(crate::port::ShutdownOutcome::Freed { .. }) => 0,
-        Ok(crate::port::ShutdownOutcome::Deferred { inflight: n }) => {
+}
+
+/// The C return value of a shutdown: 0 freed, 1 deferred (the count then
+/// written to `inflight` when not null).
+///
+/// # Safety
+/// `inflight` is null or valid for writes.
+unsafe fn shutdown_code(outcome: ShutdownOutcome, inflight: *mut i64) -> c_int {
+    match outcome {
+        ShutdownOutcome::Freed { .. } => 0,
+        ShutdownOutcome::Deferred { inflight: n } => {
             if !inflight.is_null() {
                 // SAFETY: caller's contract.
                 unsafe { inflight.write(n) };
             }
             1
         }
-        Err(e) => e.errno(),
     }
 }
 

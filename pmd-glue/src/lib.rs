@@ -15,13 +15,15 @@
 //!   defaults), [`pool_config`]: per-pool overrides;
 //! * [`port`]: safe port shutdown, deferred release, device events, DMA mapper;
 //! * [`api`], [`capi`]: safe Rust API and the C API of
-//!   `include/rte_mempool_ptr_ring.h`.
+//!   `include/rte_mempool_ptr_ring.h`;
+//! * `ffi`: the panic guard every function called from C runs in.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod api;
 pub mod capi;
 pub mod error;
+pub(crate) mod ffi;
 pub mod log;
 pub mod ops;
 pub mod ops_sync;
@@ -176,7 +178,7 @@ pub fn init() {
 
 extern "C" fn constructor() {
     // A panic must not unwind into the dynamic loader.
-    let _ = std::panic::catch_unwind(|| LOAD.call_once(load));
+    ffi::guard_void("the load constructor", || LOAD.call_once(load));
 }
 
 /// Load-time registration, like `RTE_MEMPOOL_REGISTER_OPS`.

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use dpdk_sys as sys;
 
-use crate::{ops, zone};
+use crate::{ffi, ops, zone};
 
 /// Pools in this process whose ops are `ptr_ring`.
 pub fn pools() -> Vec<String> {
@@ -32,17 +32,19 @@ unsafe extern "C" fn cmd_pools(
     _params: *const c_char,
     d: *mut sys::rte_tel_data,
 ) -> c_int {
-    let names = pools();
-    // SAFETY: `d` is the reply buffer DPDK hands us.
-    unsafe {
-        sys::rte_tel_data_start_array(d, sys::RTE_TEL_STRING_VAL);
-        for n in names {
-            if let Ok(c) = CString::new(n) {
-                sys::rte_tel_data_add_array_string(d, c.as_ptr());
+    ffi::guard("/ptr_ring/pools", || {
+        let names = pools();
+        // SAFETY: `d` is the reply buffer DPDK hands us.
+        unsafe {
+            sys::rte_tel_data_start_array(d, sys::RTE_TEL_STRING_VAL);
+            for n in names {
+                if let Ok(c) = CString::new(n) {
+                    sys::rte_tel_data_add_array_string(d, c.as_ptr());
+                }
             }
         }
-    }
-    0
+        0
+    })
 }
 
 /// One value of a `/ptr_ring/stats` reply.
@@ -67,16 +69,8 @@ pub enum StatValue {
 /// built.
 pub fn pool_stats(name: &CStr) -> Option<Vec<(&'static str, StatValue)>> {
     use StatValue::{Str, I64, U64};
-    let _lock = crate::port::release_lock();
-    // SAFETY: valid name; lookup returns null when absent.
-    let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
-    // SAFETY: `mp` is checked non-null first; a listed pool is live (and
-    // stays so under the lock).
-    if mp.is_null() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
-        return None;
-    }
-    // SAFETY: a live mempool of ours.
-    let z = unsafe { zone::attach(mp) }.ok()?;
+    let lock = crate::port::release_lock();
+    let (mp, z) = zone::lookup(name, &lock)?;
     let s = z.core.stats();
     Some(vec![
         // SAFETY: live mempool.
@@ -120,37 +114,49 @@ unsafe extern "C" fn cmd_stats(
     params: *const c_char,
     d: *mut sys::rte_tel_data,
 ) -> c_int {
-    if params.is_null() {
-        return -libc::EINVAL;
-    }
-    // SAFETY: DPDK passes a NUL-terminated parameter string.
-    let name = unsafe { CStr::from_ptr(params) };
-    let Some(values) = pool_stats(name) else {
-        return -libc::EINVAL;
-    };
-    // SAFETY: `d` is the reply buffer DPDK hands us.
-    unsafe { sys::rte_tel_data_start_dict(d) };
-    for (k, v) in values {
-        let k = CString::new(k).expect("literal key");
-        // SAFETY: `d` is the reply dict, `k` and the values valid strings.
-        unsafe {
-            match v {
-                StatValue::U64(v) => sys::rte_tel_data_add_dict_u64(d, k.as_ptr(), v),
-                // 22.11 has 32-bit signed values only; a pool holds fewer
-                // than 2^30 objects.
-                StatValue::I64(v) => sys::rte_tel_data_add_dict_int(
-                    d,
-                    k.as_ptr(),
-                    v.clamp(i32::MIN.into(), i32::MAX.into()) as i32,
-                ),
-                StatValue::Str(v) => {
-                    let v = CString::new(v).unwrap_or_default();
-                    sys::rte_tel_data_add_dict_string(d, k.as_ptr(), v.as_ptr())
-                }
-            }
+    ffi::guard("/ptr_ring/stats", || {
+        if params.is_null() {
+            return -libc::EINVAL;
+        }
+        // SAFETY: DPDK passes a NUL-terminated parameter string.
+        let name = unsafe { CStr::from_ptr(params) };
+        let Some(values) = pool_stats(name) else {
+            return -libc::EINVAL;
         };
-    }
-    0
+        // SAFETY: `d` is the reply buffer DPDK hands us.
+        unsafe { sys::rte_tel_data_start_dict(d) };
+        for (k, v) in values {
+            // SAFETY: as above, started as a dict.
+            unsafe { add_to_dict(d, k, v) };
+        }
+        0
+    })
+}
+
+/// Adds `key: v` to the reply dict `d`.
+///
+/// # Safety
+/// `d` is a reply buffer DPDK handed us, started as a dict.
+unsafe fn add_to_dict(d: *mut sys::rte_tel_data, key: &str, v: StatValue) {
+    let k = CString::new(key).expect("literal key");
+    // SAFETY: `d` is the reply dict (caller's contract), `k` and the values
+    // valid strings.
+    unsafe {
+        match v {
+            StatValue::U64(v) => sys::rte_tel_data_add_dict_u64(d, k.as_ptr(), v),
+            // 22.11 has 32-bit signed values only; a pool holds fewer
+            // than 2^30 objects.
+            StatValue::I64(v) => sys::rte_tel_data_add_dict_int(
+                d,
+                k.as_ptr(),
+                v.clamp(i32::MIN.into(), i32::MAX.into()) as i32,
+            ),
+            StatValue::Str(v) => {
+                let v = CString::new(v).unwrap_or_default();
+                sys::rte_tel_data_add_dict_string(d, k.as_ptr(), v.as_ptr())
+            }
+        }
+    };
 }
 
 /// Registers the commands (at load time, like DPDK's own libraries).

@@ -4,7 +4,7 @@
 //! (ring, caches, counters, IOVA table) follows at `core_offset`. Nothing in
 //! it is process-local, so secondary processes use it as it is.
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_void, CStr};
 use core::ptr::NonNull;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,8 @@ use dpdk_sys as sys;
 use mempool::{PoolConfig, PoolCore, PoolLayout};
 
 use crate::error::GlueError;
+use crate::port::ReleaseLock;
+use crate::{ffi, ops};
 
 /// Memzone name prefix of our pools.
 pub const ZONE_PREFIX: &str = "PR_";
@@ -63,6 +65,19 @@ pub struct Zone<'a> {
     pub header: &'a ZoneHeader,
     /// The core.
     pub core: &'a PoolCore,
+}
+
+/// Longest pool name a zone name has room for: `RTE_MEMZONE_NAMESIZE`
+/// less [`ZONE_PREFIX`] and the NUL (28), more than DPDK takes
+/// ([`dpdk_max_pool_name`]), so every pool gets a zone name.
+pub const MAX_POOL_NAME: usize = sys::RTE_MEMZONE_NAMESIZE as usize - 1 - ZONE_PREFIX.len();
+
+/// Longest mempool name DPDK accepts, `RTE_MEMPOOL_NAMESIZE - 1` (25):
+/// the room in `rte_mempool::name`, into which `rte_mempool_create_empty`
+/// copies the name, refusing longer ones (bindgen cannot carry the macro,
+/// a `sizeof` expression).
+pub fn dpdk_max_pool_name() -> usize {
+    sys::rte_mempool::default().name.len() - 1
 }
 
 /// Builds the memzone name for a pool.
@@ -146,6 +161,44 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
         header: z.header,
         core,
     })
+}
+
+/// The zone of `mp` when `mp` is a pool of ours: not null, on the
+/// `ptr_ring` ops in this process, and its `pool_data` one of our zones.
+/// The preamble of every entry point a pool is handed to (C API, Rust API,
+/// telemetry, port events, shutdown, DMA mapping); DPDK's own ops callbacks
+/// need no ops check (DPDK chose the ops) and call [`attach`].
+///
+/// # Safety
+/// `mp` is null or a live mempool.
+pub unsafe fn ours<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueError> {
+    if mp.is_null() {
+        return Err(GlueError::NullPool);
+    }
+    // SAFETY: a live mempool (caller's contract).
+    let ops = unsafe { ops::ops_name_of(mp) };
+    if ops != ops::OPS_NAME {
+        return Err(GlueError::OtherHandler {
+            pool: ffi::pool_name(mp),
+            ops,
+        });
+    }
+    // SAFETY: as above.
+    unsafe { attach(mp) }
+}
+
+/// The pool named `name` and its zone, when it is one of ours ([`ours`]).
+/// The release lock, held for as long as the zone is borrowed, keeps a
+/// pool found by name alive: whatever frees a pool takes it first.
+pub fn lookup<'l>(
+    name: &CStr,
+    _held: &'l ReleaseLock,
+) -> Option<(*mut sys::rte_mempool, Zone<'l>)> {
+    // SAFETY: valid name; lookup returns null when absent.
+    let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
+    // SAFETY: null or live, and it stays live while the lock is held.
+    let z = unsafe { ours(mp) }.ok()?;
+    Some((mp, z))
 }
 
 /// [`attach`] for the get/put fast path: the same zone check (null and
@@ -237,4 +290,22 @@ pub unsafe fn cstr_ptr(p: *const c_char) -> String {
     unsafe { std::ffi::CStr::from_ptr(p) }
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pool_name_dpdk_takes_fits_a_zone_name() {
+        assert_eq!(dpdk_max_pool_name(), 25);
+        assert!(dpdk_max_pool_name() <= MAX_POOL_NAME);
+        let longest = zone_name(&"p".repeat(MAX_POOL_NAME)).unwrap();
+        assert_eq!(
+            longest.as_bytes().len(),
+            sys::RTE_MEMZONE_NAMESIZE as usize - 1
+        );
+        let e = zone_name(&"p".repeat(MAX_POOL_NAME + 1)).unwrap_err();
+        assert!(e.to_string().contains("up to 25 characters"), "{e}");
+    }
 }

@@ -21,9 +21,6 @@ use rte_mempool_ptr_ring::api::MbufPool;
 const POOL: u32 = 2047;
 const TOTAL: u64 = 400_000;
 const BURST: usize = 32;
-/// From rte_ring_core.h (bindgen skips these macros).
-const RING_F_SP_ENQ: u32 = 0x0001;
-const RING_F_SC_DEQ: u32 = 0x0002;
 const DEADLINE: Duration = Duration::from_secs(30);
 const SP_SC: u32 = sys::RTE_MEMPOOL_F_SP_PUT | sys::RTE_MEMPOOL_F_SC_GET;
 
@@ -125,8 +122,14 @@ fn run(cache: u32, flags: u32) {
     );
     let rname = CString::new(format!("ring_{name}")).unwrap();
     // SAFETY: valid name; one producer, one consumer.
-    let ring =
-        unsafe { sys::rte_ring_create(rname.as_ptr(), 1024, -1, RING_F_SP_ENQ | RING_F_SC_DEQ) };
+    let ring = unsafe {
+        sys::rte_ring_create(
+            rname.as_ptr(),
+            1024,
+            -1,
+            sys::RING_F_SP_ENQ | sys::RING_F_SC_DEQ,
+        )
+    };
     assert!(!ring.is_null(), "rte_ring_create");
     let sh = Shared {
         mp: pool.as_ptr(),
@@ -231,13 +234,25 @@ fn run(cache: u32, flags: u32) {
             ))
         })
         .unwrap_or_else(|| panic!("no 'every object returned' line; log:\n{log}"));
-    let nums: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|t| !t.is_empty())
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    let (hold, release) = (nums[nums.len() - 2], nums[nums.len() - 1]);
-    assert_eq!(hold, release, "[{name}] nothing stranded at free: {line}");
+    let (hold, release) = (count_after(line, "hold "), count_after(line, "release "));
+    // Modulo 2^32: per-lcore hold counts are 32-bit and wrap.
+    assert_eq!(
+        hold.map(|h| h as u32),
+        release.map(|r| r as u32),
+        "[{name}] nothing stranded at free: {line}"
+    );
+    assert!(hold.is_some(), "[{name}] no hold count in: {line}");
+}
+
+/// The number right after the first `word` that is followed by one.
+fn count_after(line: &str, word: &str) -> Option<u64> {
+    line.match_indices(word).find_map(|(i, _)| {
+        let rest = &line[i + word.len()..];
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        rest[..digits].parse().ok()
+    })
 }
 
 #[test]

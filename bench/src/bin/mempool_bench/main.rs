@@ -41,9 +41,6 @@ use pools::Pools;
 const MAX_BULK: u32 = 512;
 /// Slots of the SP/SC hand-over ring of the `handoff` pattern.
 const HANDOFF_RING_SLOTS: u32 = 1024;
-/// `RING_F_SP_ENQ | RING_F_SC_DEQ` (rte_ring_core.h; bindgen does not bind
-/// these macros).
-const RING_F_SP_SC: u32 = 0x0001 | 0x0002;
 
 const HELP: &str = "\
 mempool_bench: rte_mempool_get_bulk/put_bulk rates of mempool handlers, same process
@@ -166,7 +163,7 @@ impl Bench {
                 name.as_ptr(),
                 HANDOFF_RING_SLOTS,
                 sys::SOCKET_ID_ANY,
-                RING_F_SP_SC,
+                sys::RING_F_SP_ENQ | sys::RING_F_SC_DEQ,
             )
         };
         let ring =
