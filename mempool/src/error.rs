@@ -170,30 +170,3 @@ pub enum PoolError {
         state: PoolState,
     },
 }
-
-impl PoolError {
-    /// Transitional: the negative errno for DPDK, as
-    /// `pmd_glue::error::pool_errno` (the mapping, which a pmd-glue test
-    /// checks this copy against). Kept only until pmd-glue's `ops.rs` calls
-    /// that instead; then this method goes. Do not use it in new code.
-    #[doc(hidden)]
-    pub fn errno(&self) -> i32 {
-        match self {
-            PoolError::Exhausted { .. } | PoolError::NotActive { .. } => -libc::ENOBUFS,
-            PoolError::Ring(
-                RingError::NoSpace { .. }
-                | RingError::NotEnough { .. }
-                | RingError::BulkTooLarge { .. },
-            ) => -libc::ENOBUFS,
-            PoolError::ChunkTableFull { .. }
-            | PoolError::DeviceTableFull { .. }
-            | PoolError::TooManyObjects { .. } => -libc::ENOSPC,
-            PoolError::DmaMap { errno, .. } | PoolError::DmaUnmap { errno, .. } if *errno < 0 => {
-                *errno
-            }
-            PoolError::DmaMap { .. } | PoolError::DmaUnmap { .. } => -libc::EIO,
-            PoolError::UnknownDevice { .. } => -libc::ENODEV,
-            _ => -libc::EINVAL,
-        }
-    }
-}

@@ -350,13 +350,4 @@ mod tests {
             assert_eq!(pool_errno(&PoolError::Ring(e)), errno, "{e:?}");
         }
     }
-
-    /// The core's transitional `PoolError::errno` (kept for `ops.rs` only)
-    /// agrees with the mapping here; goes with it.
-    #[test]
-    fn transitional_core_errno_agrees() {
-        for (e, _) in every_pool_error() {
-            assert_eq!(e.errno(), pool_errno(&e), "{e:?}");
-        }
-    }
 }

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use dpdk_sys as sys;
 use mempool::{PoolCore, PoolError};
 
-use crate::error::GlueError;
+use crate::error::{pool_errno, GlueError};
+use crate::ffi::{guard, pool_name};
 use crate::log::Level;
 use crate::{log, zone};
 
@@ -22,24 +23,6 @@ pub const OPS_NAME: &str = "ptr_ring";
 
 /// Our index in this process's `rte_mempool_ops_table`, or -1.
 pub static OPS_INDEX: AtomicI32 = AtomicI32::new(-1);
-
-/// Runs `f`, turning a panic (only possible in builds that unwind) into
-/// `-EFAULT` instead of unwinding into C.
-#[inline(always)]
-fn guard(what: &str, f: impl FnOnce() -> c_int) -> c_int {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(v) => v,
-        Err(_) => {
-            log!(Level::Err, "internal error (panic) in {what}");
-            -libc::EFAULT
-        }
-    }
-}
-
-fn pool_name(mp: *const sys::rte_mempool) -> String {
-    // SAFETY: DPDK passes a valid mempool whose name is NUL-terminated.
-    zone::cstr_field(unsafe { &(*mp).name })
-}
 
 fn report(mp: *const sys::rte_mempool, what: &str, e: &GlueError) -> c_int {
     log!(Level::Err, "{what} on pool {}: {e}", pool_name(mp));
@@ -277,7 +260,7 @@ fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_
         // A drained pool being freed: the library's take-back loop asks for
         // objects the state machine no longer hands out.
         log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
-        e.errno()
+        pool_errno(&e)
     } else if let PoolError::Exhausted { .. } = e {
         // Relaxed: statistics.
         z.header.get_failures.fetch_add(1, Ordering::Relaxed);
@@ -285,7 +268,7 @@ fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_
             .trailing_get_failures
             .fetch_add(1, Ordering::Relaxed);
         log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
-        e.errno()
+        pool_errno(&e)
     } else {
         report(mp, "dequeue", &GlueError::Core(e))
     }

@@ -6,8 +6,8 @@ use core::ffi::c_void;
 use dpdk_sys as sys;
 use mempool::{ChunkSpec, Iova, PoolConfig, PoolError, VirtAddr, VirtRange};
 
-use super::pool_name;
 use crate::error::GlueError;
+use crate::ffi::pool_name;
 use crate::log::Level;
 use crate::{log, pool_config, settings, zone};
 

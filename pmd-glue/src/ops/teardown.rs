@@ -4,9 +4,10 @@
 use std::sync::atomic::Ordering;
 
 use dpdk_sys as sys;
+use mempool::HoldRelease;
 
-use super::pool_name;
 use crate::error::GlueError;
+use crate::ffi::pool_name;
 use crate::log::Level;
 use crate::{log, port, zone};
 
@@ -38,16 +39,14 @@ pub(super) unsafe fn release(mp: *mut sys::rte_mempool) -> Result<(), GlueError>
 fn leak_report(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
     let st = z.core.stats();
     let name = pool_name(mp);
-    // Per-lcore hold and release counts are 32-bit and wrap: only their
-    // sums modulo 2^32 relate (their difference is the inflight count).
-    let counts = format!(
-        "mod 2^32: hold {}, release {}",
-        st.hold as u32, st.release as u32
-    );
+    // Per-lcore hold and release counts are 32-bit and wrap: printed as
+    // they relate (their difference, and the sums mod 2^32).
+    let counts = HoldRelease::new(st.hold, st.release);
     if st.state == mempool::PoolState::Released {
         log!(
             Level::Info,
-            "pool {name} freed after a drained shutdown ({counts})"
+            "pool {name} freed after a drained shutdown ({} populated; {counts})",
+            st.populated
         );
         return;
     }
@@ -66,14 +65,14 @@ fn leak_report(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
     } else if missing < 0 {
         log!(
             Level::Warning,
-            "pool {name} freed with {} more objects returned than handed out (a double free; \
-             {counts})",
+            "pool {name} freed with {} more objects returned than handed out (a double free); \
+             {counts}",
             -missing
         );
     } else {
         log!(
             Level::Info,
-            "pool {name} freed: every object returned ({counts})"
+            "pool {name} freed: every object returned; {counts}"
         );
     }
 }
