@@ -1,11 +1,13 @@
 //! [`HeapPool`]: a pool in a block of its own on the Rust heap.
 
+use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 
 use super::PoolCore;
 use crate::config::PoolConfig;
 use crate::dma::{DeviceId, DmaMapper};
 use crate::error::PoolError;
+use crate::heap_block::HeapBlock;
 use crate::shutdown::PollOutcome;
 
 /// A pool on the Rust heap, for tests, benchmarks and users outside DPDK.
@@ -16,9 +18,12 @@ use crate::shutdown::PollOutcome;
 /// a DPDK application frees the memzone: a touch after release is then a
 /// use after free that Miri and valgrind report.
 pub struct HeapPool {
-    mem: NonNull<u8>,
-    alloc: std::alloc::Layout,
+    /// The pool's block. Freed by `after` at release for a pool made with
+    /// `new_freeing` (which then sets `freed`), otherwise by `drop`.
+    block: ManuallyDrop<HeapBlock>,
+    /// Made with `new_freeing`.
     free_on_release: bool,
+    /// `after` freed the block (under loom: would have freed it).
     freed: std::sync::atomic::AtomicBool,
 }
 
@@ -55,20 +60,13 @@ impl HeapPool {
     /// [`PoolCore::init`] for every use of the returned pool.
     pub unsafe fn new_unchecked(config: &PoolConfig) -> Result<HeapPool, PoolError> {
         let layout = config.layout()?;
-        let alloc = std::alloc::Layout::from_size_align(layout.bytes, layout.align)
-            .expect("PoolLayout gives a valid allocation layout");
-        // SAFETY: `alloc` has non-zero size (the header alone is non-empty).
-        let raw = unsafe { std::alloc::alloc_zeroed(alloc) };
-        let Some(mem) = NonNull::new(raw) else {
-            std::alloc::handle_alloc_error(alloc);
-        };
+        let block = HeapBlock::zeroed(layout.bytes, layout.align);
         // SAFETY: freshly allocated with the layout's size and alignment,
         // owned by the returned value until `drop`; the single-sided
         // contract is our caller's (this function's own contract).
-        unsafe { PoolCore::init(mem, &layout) };
+        unsafe { PoolCore::init(block.as_ptr(), &layout) };
         Ok(HeapPool {
-            mem,
-            alloc,
+            block: ManuallyDrop::new(block),
             free_on_release: false,
             freed: std::sync::atomic::AtomicBool::new(false),
         })
@@ -99,10 +97,11 @@ impl HeapPool {
         #[cfg(loom)]
         (**self).shutdown.mark_freed();
         #[cfg(not(loom))]
-        // SAFETY: allocated in `new` with this layout; released, so by
-        // `new_freeing`'s contract nothing uses the pool any more.
+        // SAFETY: released, so by `new_freeing`'s contract nothing uses the
+        // pool any more; exactly one call gets the release, and `drop` sees
+        // `freed` and frees nothing.
         unsafe {
-            std::alloc::dealloc(self.mem.as_ptr(), self.alloc)
+            self.block.free()
         };
     }
 
@@ -153,7 +152,7 @@ impl HeapPool {
 
     /// The block's base address (what [`PoolCore::attach`] takes).
     pub fn as_ptr(&self) -> NonNull<u8> {
-        self.mem
+        self.block.as_ptr()
     }
 }
 
@@ -161,9 +160,10 @@ impl core::ops::Deref for HeapPool {
     type Target = PoolCore;
     #[inline(always)]
     fn deref(&self) -> &PoolCore {
-        // SAFETY: initialised in `new`, freed only in `drop`; `mem` comes
-        // from the allocator and covers the whole block.
-        unsafe { PoolCore::attach_unchecked(self.mem) }
+        // SAFETY: initialised in `new`, freed only in `drop` (or at release,
+        // after which `new_freeing`'s contract forbids this call); the block
+        // comes from the allocator and covers the whole pool.
+        unsafe { PoolCore::attach_unchecked(self.block.as_ptr()) }
     }
 }
 
@@ -178,7 +178,8 @@ impl Drop for HeapPool {
         unsafe {
             (**self).drop_atomics()
         };
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.mem.as_ptr(), self.alloc) };
+        // SAFETY: not freed at release (`freed` is clear; under loom `after`
+        // frees nothing), and nothing uses the block after this.
+        unsafe { ManuallyDrop::drop(&mut self.block) };
     }
 }
