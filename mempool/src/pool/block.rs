@@ -242,14 +242,7 @@ impl PoolCore {
         let ring_slots = self.ring().slots();
         // SAFETY: all written by `init`; the caller guarantees no further use.
         unsafe {
-            let ring = base.add(self.hdr.ring_offset);
-            let slots = ring
-                .add(crate::ptr_ring::HEADER_BYTES)
-                .cast::<crate::sync::AtomicUsize>();
-            for i in 0..ring_slots {
-                core::ptr::drop_in_place(slots.add(i));
-            }
-            crate::ptr_ring::drop_header_in_place(ring);
+            crate::ptr_ring::drop_in_place(base.add(self.hdr.ring_offset), ring_slots);
             for i in 0..self.hdr.max_lcores {
                 LcoreCache::drop_in_place(
                     base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride),

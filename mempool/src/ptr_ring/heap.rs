@@ -1,11 +1,7 @@
 //! [`HeapRing`]: a ring in memory of its own on the Rust heap.
 
 use super::{PtrRing, RingError, RingLayout, DEFAULT_BATCH, MAX_CAPACITY};
-#[cfg(loom)]
-use super::{RingHeader, HEADER_BYTES};
 use crate::heap_block::HeapBlock;
-#[cfg(loom)]
-use crate::sync::AtomicUsize;
 
 /// A ring on the Rust heap, for tests, benchmarks and users outside DPDK.
 pub struct HeapRing {
@@ -60,15 +56,8 @@ impl core::ops::Deref for HeapRing {
 #[cfg(loom)]
 impl Drop for HeapRing {
     fn drop(&mut self) {
-        let mem = self.block.as_ptr().as_ptr();
-        let hdr = mem.cast::<RingHeader>();
-        // SAFETY: initialised in `new`; nothing uses them after this.
-        unsafe {
-            let s = mem.add(HEADER_BYTES).cast::<AtomicUsize>();
-            for i in 0..self.slots {
-                core::ptr::drop_in_place(s.add(i));
-            }
-            core::ptr::drop_in_place(hdr);
-        }
+        // SAFETY: initialised in `new` with `slots` slots; nothing uses them
+        // after this.
+        unsafe { super::drop_in_place(self.block.as_ptr().as_ptr(), self.slots) };
     }
 }

@@ -399,14 +399,22 @@ impl PtrRing {
     }
 }
 
-/// Drops a ring header's atomics in place (loom's hold model state).
+/// Drops a ring's atomics in place, slots then header (loom's atomics hold
+/// model state).
 ///
 /// # Safety
-/// `at` holds a ring header that nothing uses afterwards.
+/// `mem` holds a ring of `slots` slots that nothing uses afterwards.
 #[cfg(loom)]
-pub(crate) unsafe fn drop_header_in_place(at: *mut u8) {
-    // SAFETY: the caller's guarantee.
-    unsafe { core::ptr::drop_in_place(at.cast::<RingHeader>()) };
+pub(crate) unsafe fn drop_in_place(mem: *mut u8, slots: usize) {
+    // SAFETY: the caller's guarantee: `init` wrote the header and `slots`
+    // slot words after it.
+    unsafe {
+        let s = mem.add(HEADER_BYTES).cast::<AtomicUsize>();
+        for i in 0..slots {
+            core::ptr::drop_in_place(s.add(i));
+        }
+        core::ptr::drop_in_place(mem.cast::<RingHeader>());
+    }
 }
 
 #[cfg(all(test, not(loom)))]
