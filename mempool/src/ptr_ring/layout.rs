@@ -1,7 +1,7 @@
 //! [`RingLayout`]: a ring's size, shape and synchronisation mode, computed
 //! before any memory exists.
 
-use super::{RingError, RingHeader, BATCH_MIN_CAPACITY, DEFAULT_BATCH, HEADER_BYTES, MAX_CAPACITY};
+use super::{RingHeader, BATCH_MIN_CAPACITY, DEFAULT_BATCH, HEADER_BYTES, MAX_CAPACITY};
 use crate::sync::AtomicUsize;
 
 /// Size, shape and synchronisation mode of a ring, computed before any memory
@@ -59,7 +59,18 @@ impl RingLayout {
     /// next power of two. A pool of `2^k - 1` objects (DPDK's recommended
     /// sizes) then gets `2^k` slots with batch 2 instead of `2^(k+1)`
     /// slots; an exact power of two keeps batch 16 and twice the slots,
-    /// like `rte_ring`.
+    /// like `rte_ring`. `None` as for [`with_batch`](RingLayout::with_batch).
+    ///
+    /// # Examples
+    /// ```
+    /// use mempool::RingLayout;
+    ///
+    /// let l = RingLayout::for_capacity(1023).unwrap(); // 2^10 - 1 objects
+    /// assert_eq!((l.capacity(), l.batch(), l.slots()), (1023, 2, 1024));
+    /// let l = RingLayout::for_capacity(1024).unwrap();
+    /// assert_eq!((l.batch(), l.slots()), (16, 2048));
+    /// assert!(RingLayout::for_capacity(0).is_none());
+    /// ```
     pub const fn for_capacity(capacity: usize) -> Option<RingLayout> {
         let batch = if capacity >= BATCH_MIN_CAPACITY {
             // Slack up to the next power of two: a batch of `fit` needs no
@@ -78,6 +89,27 @@ impl RingLayout {
 
     /// Layout with an explicit invalidation batch (tests use this to exercise
     /// batching on tiny rings).
+    ///
+    /// `None` for a capacity of 0 or above [`MAX_CAPACITY`], or a batch of 0
+    /// or above the capacity. A caller that wants an error maps the `None`
+    /// to one.
+    ///
+    /// # Examples
+    /// ```
+    /// use mempool::ptr_ring::{RingError, RingLayout, MAX_CAPACITY};
+    ///
+    /// // `const`: a layout can be a constant.
+    /// const SMALL: Option<RingLayout> = RingLayout::with_batch(6, 2);
+    /// assert_eq!(SMALL.unwrap().slots(), 8); // 6 + 2 - 1, rounded up
+    ///
+    /// let (capacity, batch) = (4, 5);
+    /// let layout = RingLayout::with_batch(capacity, batch).ok_or(RingError::BadCapacity {
+    ///     capacity,
+    ///     batch,
+    ///     max: MAX_CAPACITY,
+    /// });
+    /// assert!(matches!(layout, Err(RingError::BadCapacity { .. })));
+    /// ```
     pub const fn with_batch(capacity: usize, batch: usize) -> Option<RingLayout> {
         if capacity == 0 || capacity > MAX_CAPACITY || batch == 0 || batch > capacity {
             return None;
@@ -159,14 +191,5 @@ impl RingLayout {
     pub const unsafe fn with_single_consumer(mut self, on: bool) -> RingLayout {
         self.single_consumer = on;
         self
-    }
-
-    /// Like [`RingLayout::with_batch`], with the failure as an error.
-    pub fn try_with_batch(capacity: usize, batch: usize) -> Result<RingLayout, RingError> {
-        Self::with_batch(capacity, batch).ok_or(RingError::BadCapacity {
-            capacity,
-            batch,
-            max: MAX_CAPACITY,
-        })
     }
 }
