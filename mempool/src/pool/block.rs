@@ -34,6 +34,16 @@ impl PoolCore {
         let p =
             core::ptr::slice_from_raw_parts_mut(base, layout.bytes - HEADER_BYTES) as *mut PoolCore;
         let cfg = &layout.config;
+        // The layout's ring is MP/MC (see `PoolLayout::ring`): the modes are
+        // set here, where the caller takes on their contract.
+        // SAFETY: the single-producer/consumer contract is our caller's
+        // (this function's own contract).
+        let ring = unsafe {
+            layout
+                .ring
+                .with_single_producer(cfg.single_producer)
+                .with_single_consumer(cfg.single_consumer)
+        };
         // SAFETY: only addresses are computed (no reference to the
         // uninitialised memory is made); they lie inside the block.
         let (table_at, dma_at, val_at) = unsafe {
@@ -86,10 +96,7 @@ impl PoolCore {
             core.table().init_arrays();
             core.dma().init_slots();
             core.validator().init_bitmap();
-            PtrRing::init(
-                NonNull::new_unchecked(base.add(layout.ring_offset)),
-                &layout.ring,
-            );
+            PtrRing::init(NonNull::new_unchecked(base.add(layout.ring_offset)), &ring);
             for i in 0..cfg.max_lcores as usize {
                 LcoreCache::init(
                     base.add(layout.caches_offset + i * layout.lcore_stride),

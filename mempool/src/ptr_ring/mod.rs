@@ -61,6 +61,12 @@
 //! not. [`PtrRing::is_empty`] and [`PtrRing::len`] are lockless in every mode
 //! and may be called from any thread at any time.
 //!
+//! Since the ring's safe methods rely on the contract, a single-sided ring
+//! is only ever made by `unsafe` code that promises it: the layout's
+//! [`RingLayout::with_single_producer`] / [`RingLayout::with_single_consumer`],
+//! or `PoolCore::init` for a pool configured with the flags. A layout that
+//! safe code can reach (`PoolLayout::ring`) is always MP/MC.
+//!
 //! # Files
 //!
 //! * this one: [`RingError`], the ring's memory format (the header, the
