@@ -27,6 +27,25 @@ impl PtrRing {
     /// In single-consumer mode the caller guarantees that no other dequeue
     /// (bulk or burst) runs at the same time and that the previous one
     /// happens-before this one (module documentation, "Modes").
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::{HeapRing, RingError};
+    ///
+    /// let ring = HeapRing::with_capacity(4)?;
+    /// let objs = [1u64, 2, 3];
+    /// let ptrs = objs.each_ref().map(|o| o as *const u64 as *mut c_void);
+    /// ring.enqueue_bulk(&ptrs)?;
+    ///
+    /// let mut out = [core::ptr::null_mut(); 4];
+    /// // Four asked, three there: nothing is taken.
+    /// assert_eq!(ring.dequeue_bulk(&mut out), Err(RingError::NotEnough { requested: 4 }));
+    /// ring.dequeue_bulk(&mut out[..2])?;
+    /// assert_eq!(out[..2], ptrs[..2]);
+    /// assert_eq!(ring.len(), 1);
+    /// # Ok::<(), RingError>(())
+    /// ```
     #[inline]
     pub fn dequeue_bulk(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
         let n = out.len();
@@ -180,6 +199,23 @@ impl PtrRing {
     /// how many (0 when empty).
     ///
     /// Same single-consumer contract as [`dequeue_bulk`](PtrRing::dequeue_bulk).
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::HeapRing;
+    ///
+    /// let ring = HeapRing::with_capacity(4)?;
+    /// let objs = [1u64, 2, 3];
+    /// let ptrs = objs.each_ref().map(|o| o as *const u64 as *mut c_void);
+    /// ring.enqueue_bulk(&ptrs)?;
+    ///
+    /// let mut out = [core::ptr::null_mut(); 4];
+    /// let n = ring.dequeue_burst(&mut out); // up to four: the three there are
+    /// assert_eq!(out[..n], ptrs);
+    /// assert_eq!(ring.dequeue_burst(&mut out), 0);
+    /// # Ok::<(), mempool::RingError>(())
+    /// ```
     #[inline]
     pub fn dequeue_burst(&self, out: &mut [*mut c_void]) -> usize {
         let max = out.len().min(self.hdr.config.capacity);

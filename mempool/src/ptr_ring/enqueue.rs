@@ -27,6 +27,27 @@ impl PtrRing {
     /// In single-producer mode the caller guarantees that no other enqueue
     /// runs at the same time and that the previous one happens-before this
     /// one (module documentation, "Modes").
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::{HeapRing, RingError};
+    ///
+    /// let ring = HeapRing::with_capacity(2)?;
+    /// let objs = [1u64, 2, 3];
+    /// let [a, b, c] = objs.each_ref().map(|o| o as *const u64 as *mut c_void);
+    ///
+    /// let null = core::ptr::null_mut();
+    /// assert_eq!(ring.enqueue_bulk(&[a, null]), Err(RingError::NullObject { index: 1 }));
+    /// assert_eq!(
+    ///     ring.enqueue_bulk(&[a, b, c]),
+    ///     Err(RingError::BulkTooLarge { requested: 3, capacity: 2 })
+    /// );
+    /// ring.enqueue_bulk(&[a, b])?;
+    /// assert_eq!(ring.enqueue_bulk(&[c]), Err(RingError::NoSpace { requested: 1 }));
+    /// assert_eq!(ring.len(), 2); // the failures left the ring as it was
+    /// # Ok::<(), RingError>(())
+    /// ```
     #[inline]
     pub fn enqueue_bulk(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
         let n = objs.len();

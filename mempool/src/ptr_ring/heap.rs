@@ -4,6 +4,34 @@ use super::{PtrRing, RingError, RingLayout, DEFAULT_BATCH, MAX_CAPACITY};
 use crate::heap_block::HeapBlock;
 
 /// A ring on the Rust heap, for tests, benchmarks and users outside DPDK.
+///
+/// It dereferences to [`PtrRing`], which has every operation.
+///
+/// # Examples
+/// ```
+/// use core::ffi::c_void;
+/// use mempool::{HeapRing, RingError};
+///
+/// let ring = HeapRing::with_capacity(4)?;
+/// // The ring stores addresses; it never dereferences them.
+/// let objs = [1u64, 2, 3];
+/// let ptrs = objs.each_ref().map(|o| o as *const u64 as *mut c_void);
+///
+/// ring.enqueue_bulk(&ptrs)?;
+/// assert_eq!(ring.len(), 3);
+/// // All or nothing: two more do not fit, so neither goes in.
+/// assert_eq!(
+///     ring.enqueue_bulk(&ptrs[..2]),
+///     Err(RingError::NoSpace { requested: 2 })
+/// );
+///
+/// let mut out = [core::ptr::null_mut(); 2];
+/// ring.dequeue_bulk(&mut out)?;
+/// assert_eq!(out, [ptrs[0], ptrs[1]]); // first in, first out
+/// assert_eq!(ring.dequeue_burst(&mut out), 1); // as many as there are
+/// assert!(ring.is_empty());
+/// # Ok::<(), RingError>(())
+/// ```
 pub struct HeapRing {
     block: HeapBlock,
     slots: usize,
@@ -15,7 +43,11 @@ unsafe impl Send for HeapRing {}
 unsafe impl Sync for HeapRing {}
 
 impl HeapRing {
-    /// A heap ring with the given layout.
+    /// A heap ring with the given layout, in the layout's modes. A
+    /// single-sided layout comes only from the `unsafe`
+    /// [`RingLayout::with_single_producer`] /
+    /// [`RingLayout::with_single_consumer`], whose caller promised their
+    /// contract for every ring made from it.
     pub fn new(layout: RingLayout) -> HeapRing {
         let block = HeapBlock::zeroed(layout.bytes(), layout.align());
         // SAFETY: freshly allocated with the size and alignment of a layout
@@ -29,6 +61,10 @@ impl HeapRing {
     }
 
     /// A heap ring holding `capacity` objects with the default batch.
+    ///
+    /// # Errors
+    /// [`RingError::BadCapacity`] for a capacity of 0 or above
+    /// [`MAX_CAPACITY`].
     pub fn with_capacity(capacity: usize) -> Result<HeapRing, RingError> {
         RingLayout::for_capacity(capacity)
             .map(HeapRing::new)

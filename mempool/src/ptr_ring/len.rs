@@ -50,6 +50,20 @@ impl PtrRing {
     /// counts it on every lap. Here `seq` is read on both sides of `head`:
     /// when both reads agree, no enqueue completed in between, so at the
     /// instant `head` was read the ring held `seq - head` objects.
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::HeapRing;
+    ///
+    /// let ring = HeapRing::with_capacity(8)?;
+    /// assert!(ring.is_empty() && ring.len() == 0);
+    /// let obj = &1u64 as *const u64 as *mut c_void;
+    /// ring.enqueue_bulk(&[obj, obj])?; // the ring takes any non-null address
+    /// assert_eq!(ring.len(), 2);
+    /// assert!(!ring.is_empty());
+    /// # Ok::<(), mempool::RingError>(())
+    /// ```
     #[inline]
     pub fn len(&self) -> usize {
         loop {

@@ -226,6 +226,35 @@ pub(crate) const HEADER_BYTES: usize = core::mem::size_of::<RingHeader>();
 /// provenance spans the whole ring (no pointer reaches past the memory its
 /// reference covers). The slice length is the slot count; the code indexes
 /// with `seq & mask` from the read-only configuration.
+///
+/// # Examples
+/// A ring in memory the caller provides (a DPDK memzone in the handler;
+/// here the Rust heap, as [`HeapRing`] does it):
+/// ```
+/// use core::ptr::NonNull;
+/// use std::alloc::{alloc_zeroed, dealloc, Layout};
+///
+/// use mempool::{PtrRing, RingLayout};
+///
+/// let layout = RingLayout::for_capacity(100).unwrap();
+/// let alloc = Layout::from_size_align(layout.bytes(), layout.align()).unwrap();
+/// // SAFETY: the size is not zero.
+/// let mem = NonNull::new(unsafe { alloc_zeroed(alloc) }).unwrap();
+/// // SAFETY: `mem` holds `layout.bytes()` bytes aligned to `layout.align()`,
+/// // used for nothing else and freed only after the ring's last use.
+/// let ring = unsafe { PtrRing::init(mem, &layout) };
+/// let obj = NonNull::<u64>::dangling().as_ptr().cast();
+/// ring.enqueue_bulk(&[obj])?;
+///
+/// // Another process that maps the same memory finds the ring by its magic.
+/// // SAFETY: as above; `init` ran on this memory.
+/// let same = unsafe { PtrRing::attach(mem) }?;
+/// assert_eq!((same.capacity(), same.len()), (100, 1));
+///
+/// // SAFETY: allocated above with `alloc`; the ring is not used again.
+/// unsafe { dealloc(mem.as_ptr(), alloc) };
+/// # Ok::<(), mempool::RingError>(())
+/// ```
 #[repr(C)]
 pub struct PtrRing {
     hdr: RingHeader,
