@@ -51,6 +51,28 @@ pub const DEFAULT_MAX_DEVICES: usize = 8;
 pub const MAX_DEVICES: usize = 64;
 
 /// What the caller asks for. [`PoolConfig::new`] gives the defaults.
+///
+/// # Examples
+/// ```
+/// use mempool::PoolConfig;
+///
+/// // DPDK's recommended size of 2^k - 1 objects, four lcores with a cache.
+/// let cfg = PoolConfig { max_lcores: 4, ..PoolConfig::new(8191) };
+/// // The default cache: min(128, 8191 / (1.5 × 4)).
+/// assert_eq!(cfg.resolved_cache_size()?, 128);
+///
+/// // Every part of the pool's one block, placed before any memory exists:
+/// // reserve `bytes()` aligned to `align()`, then `PoolCore::init` (or let
+/// // `HeapPool::new` do both).
+/// let layout = cfg.layout()?;
+/// assert!(layout.ring().capacity() >= 8191);
+/// assert_eq!(layout.bytes() % layout.align(), 0);
+///
+/// // An explicit cache above DPDK's bound (512) is refused.
+/// let too_big = PoolConfig { cache_size: Some(1024), ..cfg };
+/// assert!(too_big.layout().is_err());
+/// # Ok::<(), mempool::PoolError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolConfig {
     /// Objects the pool holds (DPDK's `mp->size`); the ring holds them all.

@@ -41,6 +41,31 @@ impl PoolCore {
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get).
+    ///
+    /// # Examples
+    /// The pattern of an entry point that inlines the fast paths:
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// let mut one = [core::ptr::null_mut()];
+    /// // SAFETY: no other thread uses lcore id 0.
+    /// unsafe {
+    ///     if !pool.try_get_cached(0, &mut one) {
+    ///         pool.get(0, &mut one)?; // a miss: `get` refills the cache
+    ///     }
+    ///     // The cache has room now: the put stays on the fast path.
+    ///     assert!(pool.try_put_cached(0, &one));
+    /// }
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
     #[inline(always)]
     pub unsafe fn try_get_cached(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
         match self.fast_cache(lcore) {

@@ -31,6 +31,41 @@ impl PoolCore {
     /// # Safety
     /// No other thread uses the same `lcore` id (below `max_lcores`) at the
     /// same time: DPDK's one-thread-per-lcore rule.
+    ///
+    /// # Examples
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// use mempool::PoolError;
+    ///
+    /// let mut two = [core::ptr::null_mut(); 2];
+    /// // SAFETY: no other thread uses lcore id 0.
+    /// unsafe { pool.get(0, &mut two) }?;
+    /// let in_cache = pool.cache_len(0);
+    /// // SAFETY: as above.
+    /// unsafe { pool.put(0, &two) }?; // into lcore 0's cache
+    /// assert_eq!(pool.cache_len(0), in_cache + 2);
+    ///
+    /// pool.get_any(&mut two)?;
+    /// let in_ring = pool.ring().len();
+    /// pool.put_any(&two)?; // into the ring
+    /// assert_eq!(pool.ring().len(), in_ring + 2);
+    ///
+    /// // A caller bug is reported, and the put leaves the objects out.
+    /// pool.get_any(&mut two)?;
+    /// two[1] = core::ptr::null_mut();
+    /// assert!(matches!(pool.put_any(&two), Err(PoolError::NullObject { index: 1 })));
+    /// assert_eq!(pool.inflight(), 2);
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
     #[inline]
     pub unsafe fn put(&self, lcore: u32, objs: &[*mut c_void]) -> Result<(), PoolError> {
         if self.hdr.validate {
@@ -132,6 +167,38 @@ impl PoolCore {
     /// # Safety
     /// No other thread uses the same `lcore` id (below `max_lcores`) at the
     /// same time.
+    ///
+    /// # Examples
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// use mempool::PoolError;
+    ///
+    /// let mut a = [core::ptr::null_mut(); 4];
+    /// // SAFETY: no other thread uses lcore id 1.
+    /// unsafe { pool.get(1, &mut a) }?;
+    /// // Lcore 1's cache took a burst from the ring, for this get and the next.
+    /// assert!(pool.cache_len(1) > 0);
+    ///
+    /// // Without an lcore id (`get_any`, or an id without a cache): the ring.
+    /// let mut b = [core::ptr::null_mut(); 4];
+    /// pool.get_any(&mut b)?;
+    /// assert_eq!(pool.inflight(), 8);
+    ///
+    /// // All or nothing: more than the ring holds fails and takes nothing.
+    /// let mut all = vec![core::ptr::null_mut(); 64];
+    /// assert!(matches!(pool.get_any(&mut all), Err(PoolError::Exhausted { .. })));
+    /// assert_eq!(pool.inflight(), 8);
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
     #[inline]
     pub unsafe fn get(&self, lcore: u32, out: &mut [*mut c_void]) -> Result<(), PoolError> {
         if self.hdr.validate {

@@ -17,6 +17,50 @@ use crate::shutdown::PollOutcome;
 /// `poll`, which shadow `PoolCore`'s) returns [`PollOutcome::Released`], as
 /// a DPDK application frees the memzone: a touch after release is then a
 /// use after free that Miri and valgrind report.
+///
+/// It dereferences to [`PoolCore`], which has every operation.
+///
+/// # Examples
+/// A pool's whole life:
+/// ```
+/// use core::ffi::c_void;
+/// use mempool::{ChunkSpec, HeapPool, NoDma, PollOutcome, PoolConfig, VirtAddr, VirtRange};
+///
+/// // 64 objects of 64 bytes; the pool stores their addresses only.
+/// let mem = vec![[0u64; 8]; 64];
+/// let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+/// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+///
+/// // Populate as DPDK does: record the chunk, then put every object once.
+/// let base = VirtAddr::of(mem.as_ptr());
+/// pool.register_chunk(ChunkSpec {
+///     va: VirtRange::new(base, 64 * 64),
+///     iova: None,
+///     first: base,
+///     stride: 64,
+///     count: 64,
+/// })?;
+/// pool.put_any(&objs)?;
+/// assert_eq!(pool.available(), 64);
+///
+/// // Lcore 0 gets and puts through its own cache...
+/// let mut two = [core::ptr::null_mut(); 2];
+/// // SAFETY: no other thread uses lcore id 0.
+/// unsafe { pool.get(0, &mut two) }?;
+/// assert_eq!(pool.inflight(), 2);
+/// // SAFETY: as above.
+/// unsafe { pool.put(0, &two) }?;
+/// assert!(pool.cache_len(0) >= 2);
+/// // ... and a thread without an lcore id uses the ring.
+/// pool.get_any(&mut two)?;
+/// pool.put_any(&two)?;
+/// assert_eq!(pool.inflight(), 0);
+///
+/// // Shutdown: nothing is out, so the first poll releases the pool.
+/// let out = pool.begin_drain(0, &mut NoDma)?;
+/// assert!(matches!(out, PollOutcome::Released { .. }));
+/// # Ok::<(), mempool::PoolError>(())
+/// ```
 pub struct HeapPool {
     /// The pool's block. Freed by `after` at release for a pool made with
     /// `new_freeing` (which then sets `freed`), otherwise by `drop`.

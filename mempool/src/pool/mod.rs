@@ -105,6 +105,35 @@ struct Header {
 /// records, the device slots and the bitmap are all reached through
 /// pointers derived from it (never from a reference to one of the header's
 /// parts, which would cover only that part).
+///
+/// # Examples
+/// A pool in memory the caller provides (a DPDK memzone in the handler;
+/// here the Rust heap, as [`HeapPool`] does it):
+/// ```
+/// use core::ptr::NonNull;
+/// use std::alloc::{alloc_zeroed, dealloc, Layout};
+///
+/// use mempool::{PoolConfig, PoolCore};
+///
+/// let layout = PoolConfig::new(1024).layout()?;
+/// let alloc = Layout::from_size_align(layout.bytes(), layout.align()).unwrap();
+/// // SAFETY: the size is not zero.
+/// let mem = NonNull::new(unsafe { alloc_zeroed(alloc) }).unwrap();
+/// // SAFETY: `mem` holds `layout.bytes()` bytes aligned to `layout.align()`,
+/// // used for nothing else and freed only after the pool's last use; the
+/// // configuration has no single-sided flag.
+/// let pool = unsafe { PoolCore::init(mem, &layout) };
+/// assert_eq!(pool.objects(), 1024);
+///
+/// // Another process that maps the block finds the pool by its magic.
+/// // SAFETY: as above; `init` ran on this memory.
+/// let same = unsafe { PoolCore::attach(mem) }?;
+/// assert_eq!(same.cache_size(), pool.cache_size());
+///
+/// // SAFETY: allocated above with `alloc`; the pool is not used again.
+/// unsafe { dealloc(mem.as_ptr(), alloc) };
+/// # Ok::<(), mempool::PoolError>(())
+/// ```
 #[repr(C)]
 pub struct PoolCore {
     hdr: CachePadded<Header>,

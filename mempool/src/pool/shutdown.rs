@@ -54,6 +54,40 @@ impl PoolCore {
     /// One driver at a time (see [`poll`](PoolCore::poll)): a call racing
     /// another driver call returns [`PollOutcome::Busy`] having done
     /// nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// use mempool::{NoDma, PollOutcome, PoolError, PoolState};
+    ///
+    /// let mut one = [core::ptr::null_mut()];
+    /// pool.get_any(&mut one)?; // an object the application still holds
+    ///
+    /// // `now` is in ns on the caller's clock.
+    /// let out = pool.begin_drain(0, &mut NoDma)?;
+    /// assert!(matches!(
+    ///     out,
+    ///     PollOutcome::Waiting { inflight: 1, .. } | PollOutcome::Warn { inflight: 1, .. }
+    /// ));
+    /// assert_eq!(pool.state(), PoolState::Draining);
+    /// let mut more = [core::ptr::null_mut()];
+    /// assert!(matches!(pool.get_any(&mut more), Err(PoolError::NotActive { .. })));
+    ///
+    /// // The late return is accepted; the next poll releases the pool.
+    /// pool.put_any(&one)?;
+    /// assert!(matches!(pool.poll(1_000, &mut NoDma), PollOutcome::Released { .. }));
+    /// assert_eq!(pool.state(), PoolState::Released);
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
     pub fn begin_drain(
         &self,
         now: u64,
@@ -102,6 +136,34 @@ impl PoolCore {
     ///
     /// # Safety
     /// As [`flush_all_quiescent`](PoolCore::flush_all_quiescent).
+    ///
+    /// # Examples
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// use mempool::{NoDma, PollOutcome};
+    ///
+    /// let mut two = [core::ptr::null_mut(); 2];
+    /// // SAFETY: no other thread uses lcore id 0.
+    /// unsafe { pool.get(0, &mut two) }?;
+    /// // SAFETY: as above.
+    /// unsafe { pool.put(0, &two) }?;
+    /// assert!(pool.cache_len(0) > 0);
+    ///
+    /// // SAFETY: every lcore is quiescent (this is the only thread).
+    /// let out = unsafe { pool.drain_quiescent(0, &mut NoDma) }?;
+    /// assert!(matches!(out, PollOutcome::Released { .. }));
+    /// assert_eq!(pool.cache_len(0), 0); // flushed back to the ring
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
     pub unsafe fn drain_quiescent(
         &self,
         now: u64,
