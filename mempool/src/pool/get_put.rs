@@ -92,6 +92,8 @@ impl PoolCore {
         match self.cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
             Some(c) => unsafe {
+                // A successful `try_put` counts the release last: don't
+                // touch the pool after it (see `put_ring`).
                 if c.try_put(objs) {
                     Ok(())
                 } else {
@@ -121,6 +123,9 @@ impl PoolCore {
         self.ring()
             .enqueue_bulk(objs)
             .map_err(|e| put_error(e, objs.len()))?;
+        // The last touch of the pool: once the release is counted, a
+        // concurrent deferred release may free it (see `Shutdown`). Don't
+        // touch the pool after this.
         inflight::shared_add(&self.any.release, objs.len());
         Ok(())
     }
@@ -144,6 +149,8 @@ impl PoolCore {
                 unsafe { c.flush_above(ring, 0) }.map_err(|e| put_error(e, c.len()))?;
             }
             ring.enqueue_bulk(objs).map_err(|e| put_error(e, n))?;
+            // The last touch of the pool (see `put_ring`): don't touch the
+            // pool after this.
             c.count_release(n);
             return Ok(());
         }
@@ -151,6 +158,7 @@ impl PoolCore {
         let keep = c.len().min(limit / 2).min(limit - n);
         // SAFETY: the caller owns the cache.
         unsafe { c.flush_above(ring, keep) }.map_err(|e| put_error(e, c.len() - keep))?;
+        // `push` counts the release last: don't touch the pool after it.
         // SAFETY: owner; `keep + n <= limit <= cache_size`.
         unsafe { c.push(objs) };
         Ok(())
