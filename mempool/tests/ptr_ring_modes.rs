@@ -65,6 +65,16 @@ fn flags_default_off_and_reach_the_ring() {
     }
 }
 
+/// A small pool's configuration with the single-sided flags of `mode`.
+fn flagged((sp, sc): (bool, bool)) -> PoolConfig {
+    PoolConfig {
+        single_producer: sp,
+        single_consumer: sc,
+        max_lcores: 2,
+        ..PoolConfig::new(100)
+    }
+}
+
 #[test]
 fn pool_config_flags_reach_the_ring() {
     let c = PoolConfig::new(100);
@@ -72,12 +82,7 @@ fn pool_config_flags_reach_the_ring() {
     let l = c.layout().unwrap();
     assert!(!l.ring().single_producer() && !l.ring().single_consumer());
     for (sp, sc) in MODES {
-        let cfg = PoolConfig {
-            single_producer: sp,
-            single_consumer: sc,
-            max_lcores: 2,
-            ..PoolConfig::new(100)
-        };
+        let cfg = flagged((sp, sc));
         let l = cfg.layout().unwrap();
         assert!(
             !l.ring().single_producer() && !l.ring().single_consumer(),
@@ -85,13 +90,7 @@ fn pool_config_flags_reach_the_ring() {
         );
         assert_eq!(
             l.bytes(),
-            PoolConfig {
-                max_lcores: 2,
-                ..PoolConfig::new(100)
-            }
-            .layout()
-            .unwrap()
-            .bytes(),
+            flagged((false, false)).layout().unwrap().bytes(),
             "the flags change no size"
         );
         // SAFETY: the pool is never used by more than this thread.
@@ -117,12 +116,7 @@ fn pool_config_flags_reach_the_ring() {
 #[test]
 fn safe_code_cannot_build_a_single_sided_ring() {
     for (sp, sc) in MODES {
-        let cfg = PoolConfig {
-            single_producer: sp,
-            single_consumer: sc,
-            max_lcores: 2,
-            ..PoolConfig::new(100)
-        };
+        let cfg = flagged((sp, sc));
         let fresh = *cfg.layout().unwrap().ring();
         // SAFETY: the pool is never used by more than this thread.
         let pool = unsafe { HeapPool::new_unchecked(&cfg) }.unwrap();

@@ -93,10 +93,25 @@ impl PoolCore {
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
+        self.drain_with(now, mapper, || Ok(()))
+    }
+
+    /// The drain of [`begin_drain`](PoolCore::begin_drain) and
+    /// [`drain_quiescent`](PoolCore::drain_quiescent), as the one driver:
+    /// closes the caches and enters `Draining`, runs `flush`, polls once.
+    fn drain_with(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+        flush: impl FnOnce() -> Result<(), PoolError>,
+    ) -> Result<PollOutcome, PoolError> {
         self.drive(
             |state| Self::busy("drain", state),
             || {
                 if let Err(e) = self.close_as(PoolState::Draining, now) {
+                    return (Err(e), false);
+                }
+                if let Err(e) = flush() {
                     return (Err(e), false);
                 }
                 let out = self.poll_driver(now, mapper);
@@ -169,21 +184,10 @@ impl PoolCore {
         now: u64,
         mapper: &mut dyn DmaMapper,
     ) -> Result<PollOutcome, PoolError> {
-        self.drive(
-            |state| Self::busy("drain", state),
-            || {
-                if let Err(e) = self.close_as(PoolState::Draining, now) {
-                    return (Err(e), false);
-                }
-                // SAFETY: forwarded caller contract.
-                if let Err(e) = unsafe { self.flush_all_quiescent() } {
-                    return (Err(e), false);
-                }
-                let out = self.poll_driver(now, mapper);
-                let released = matches!(out, PollOutcome::Released { .. });
-                (Ok(out), released)
-            },
-        )
+        self.drain_with(now, mapper, || {
+            // SAFETY: forwarded caller contract.
+            unsafe { self.flush_all_quiescent() }.map(drop)
+        })
     }
 
     /// The forced path for a device that disappeared: unmaps its DMA
