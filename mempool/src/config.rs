@@ -51,6 +51,28 @@ pub const DEFAULT_MAX_DEVICES: usize = 8;
 pub const MAX_DEVICES: usize = 64;
 
 /// What the caller asks for. [`PoolConfig::new`] gives the defaults.
+///
+/// # Examples
+/// ```
+/// use mempool::PoolConfig;
+///
+/// // DPDK's recommended size of 2^k - 1 objects, four lcores with a cache.
+/// let cfg = PoolConfig { max_lcores: 4, ..PoolConfig::new(8191) };
+/// // The default cache: min(128, 8191 / (1.5 × 4)).
+/// assert_eq!(cfg.resolved_cache_size()?, 128);
+///
+/// // Every part of the pool's one block, placed before any memory exists:
+/// // reserve `bytes()` aligned to `align()`, then `PoolCore::init` (or let
+/// // `HeapPool::new` do both).
+/// let layout = cfg.layout()?;
+/// assert!(layout.ring().capacity() >= 8191);
+/// assert_eq!(layout.bytes() % layout.align(), 0);
+///
+/// // An explicit cache above DPDK's bound (512) is refused.
+/// let too_big = PoolConfig { cache_size: Some(1024), ..cfg };
+/// assert!(too_big.layout().is_err());
+/// # Ok::<(), mempool::PoolError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolConfig {
     /// Objects the pool holds (DPDK's `mp->size`); the ring holds them all.
@@ -81,6 +103,10 @@ pub struct PoolConfig {
     /// `flush_all_quiescent`. In practice: one lcore puts, with no other
     /// thread putting, or every lcore has a cache of 0 and only one of them
     /// puts. Breaking it loses objects.
+    ///
+    /// The flag takes effect only through the `unsafe` `PoolCore::init` (or
+    /// `HeapPool::new_unchecked`), whose caller promises the contract:
+    /// `HeapPool::new` refuses it, and [`PoolLayout::ring`] leaves it out.
     pub single_producer: bool,
     /// Single-consumer ring (DPDK's `RTE_MEMPOOL_F_SC_GET`, which maps to the
     /// ring's `RING_F_SC_DEQ`): gets from the ring take no lock. Default
@@ -90,6 +116,8 @@ pub struct PoolConfig {
     /// from the ring, and each such get happens-before the next. That covers
     /// gets by callers without a cache, cache refills and oversized gets
     /// through a cache. Breaking it hands the same object out twice.
+    ///
+    /// Takes effect only through `unsafe` code, as `single_producer`.
     pub single_consumer: bool,
 }
 
@@ -178,20 +206,16 @@ impl PoolConfig {
         check("max_devices", self.max_devices, 0, MAX_DEVICES)?;
         let cache_size = self.resolved_cache_size()?;
         // Capacity = objects: putting back every object always succeeds.
+        // MP/MC whatever the flags: this function is safe, so the layout it
+        // returns must not carry modes whose contract nobody promised (see
+        // `PoolLayout::ring`). `PoolCore::init`, whose caller does promise
+        // it, applies the flags.
         let ring = RingLayout::for_capacity(self.objects).ok_or(PoolError::BadConfig {
             what: "objects",
             value: self.objects,
             min: 1,
             max: MAX_CAPACITY,
         })?;
-        // SAFETY: the flags only travel in the layout. A pool is built from
-        // it by the `unsafe` `PoolCore::init` (or `HeapPool::new_unchecked`),
-        // whose caller takes on the single-producer/consumer contract;
-        // `HeapPool::new` refuses these flags.
-        let ring = unsafe {
-            ring.with_single_producer(self.single_producer)
-                .with_single_consumer(self.single_consumer)
-        };
 
         let header = crate::pool::HEADER_BYTES;
         let ring_offset = header.next_multiple_of(ring.align());
@@ -267,8 +291,31 @@ impl PoolLayout {
     pub fn cache_size(&self) -> usize {
         self.cache_size
     }
-    /// The ring's layout (capacity = `objects`, single-producer/consumer
-    /// mode from the configuration).
+    /// The ring's layout: capacity `objects`, and always
+    /// multi-producer/multi-consumer, whatever the configuration's
+    /// `single_producer` / `single_consumer`.
+    ///
+    /// Safe code reaches this layout (`PoolConfig::layout`,
+    /// `PoolCore::layout`) and may build a ring from it with the safe
+    /// [`HeapRing::new`](crate::HeapRing::new), so it must not carry the
+    /// single-sided modes, whose contract only `unsafe` code can promise.
+    /// The pool's own ring gets them from `PoolCore::init`.
+    ///
+    /// # Examples
+    /// ```
+    /// use mempool::{HeapRing, PoolConfig};
+    ///
+    /// let cfg = PoolConfig {
+    ///     single_producer: true,
+    ///     single_consumer: true,
+    ///     ..PoolConfig::new(100)
+    /// };
+    /// let layout = cfg.layout()?;
+    /// assert!(!layout.ring().single_producer() && !layout.ring().single_consumer());
+    /// let ring = HeapRing::new(*layout.ring());
+    /// assert_eq!(ring.mode_name(), "MP/MC");
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
     pub fn ring(&self) -> &RingLayout {
         &self.ring
     }

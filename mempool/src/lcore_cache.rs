@@ -23,7 +23,7 @@
 //! (`pmd-glue`) always sets a size: 0, the cache off, unless the application
 //! asks for one.
 //!
-//! # Policies (implemented in `pool.rs` with the primitives here)
+//! # Policies (implemented in `pool/get_put.rs` with the primitives here)
 //! * get `k` with `k <= len`: pop from the stack (fast path).
 //! * get `k <= limit` with `k > len`: refill from the ring with one burst up
 //!   to `min(limit, k + limit/2)` objects, then pop.
@@ -326,6 +326,8 @@ impl LcoreCache {
         // `copy` is `copy_small` only when `n <= SMALL_MAX`.
         unsafe { copy(objs.as_ptr(), self.slots().add(len), n) };
         self.store_moved(w, n, false);
+        // Counted last: once it is, a concurrent deferred release may free
+        // the pool, this cache included. Don't touch the pool after this.
         owner_add(&self.release, n);
         true
     }
@@ -384,6 +386,7 @@ impl LcoreCache {
         // SAFETY: the caller guarantees the room; owner-only.
         unsafe { copy_objs(objs.as_ptr(), self.slots().add(len), objs.len()) };
         self.set_len(len + objs.len());
+        // Counted last (see `try_put_with`): don't touch the pool after this.
         owner_add(&self.release, objs.len());
     }
 

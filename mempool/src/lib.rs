@@ -21,6 +21,7 @@
 pub mod config;
 pub mod dma;
 pub mod error;
+pub(crate) mod heap_block;
 pub mod inflight;
 pub mod iova;
 pub mod lcore_cache;

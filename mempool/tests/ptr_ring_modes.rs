@@ -1,8 +1,9 @@
 //! The ring's single-producer / single-consumer modes (DPDK's
 //! `RING_F_SP_ENQ` / `RING_F_SC_DEQ`): edge cases and wrap-around in every
 //! mode, a model-based check against a `VecDeque`, the slice split at the
-//! wrap point, the pool flags reaching the ring, and a one-producer
-//! one-consumer stress test of the lockless mode.
+//! wrap point, the pool flags reaching the pool's ring (and only through
+//! `unsafe` code), and a one-producer one-consumer stress test of the
+//! lockless mode.
 #![cfg(not(loom))]
 
 mod common;
@@ -64,6 +65,16 @@ fn flags_default_off_and_reach_the_ring() {
     }
 }
 
+/// A small pool's configuration with the single-sided flags of `mode`.
+fn flagged((sp, sc): (bool, bool)) -> PoolConfig {
+    PoolConfig {
+        single_producer: sp,
+        single_consumer: sc,
+        max_lcores: 2,
+        ..PoolConfig::new(100)
+    }
+}
+
 #[test]
 fn pool_config_flags_reach_the_ring() {
     let c = PoolConfig::new(100);
@@ -71,26 +82,15 @@ fn pool_config_flags_reach_the_ring() {
     let l = c.layout().unwrap();
     assert!(!l.ring().single_producer() && !l.ring().single_consumer());
     for (sp, sc) in MODES {
-        let cfg = PoolConfig {
-            single_producer: sp,
-            single_consumer: sc,
-            max_lcores: 2,
-            ..PoolConfig::new(100)
-        };
+        let cfg = flagged((sp, sc));
         let l = cfg.layout().unwrap();
-        assert_eq!(
-            (l.ring().single_producer(), l.ring().single_consumer()),
-            (sp, sc)
+        assert!(
+            !l.ring().single_producer() && !l.ring().single_consumer(),
+            "the safe layout's ring is MP/MC"
         );
         assert_eq!(
             l.bytes(),
-            PoolConfig {
-                max_lcores: 2,
-                ..PoolConfig::new(100)
-            }
-            .layout()
-            .unwrap()
-            .bytes(),
+            flagged((false, false)).layout().unwrap().bytes(),
             "the flags change no size"
         );
         // SAFETY: the pool is never used by more than this thread.
@@ -100,6 +100,37 @@ fn pool_config_flags_reach_the_ring() {
             sp || sc,
             "the safe constructor refuses the single-sided flags"
         );
+        assert_eq!(
+            (
+                pool.ring().is_single_producer(),
+                pool.ring().is_single_consumer()
+            ),
+            (sp, sc)
+        );
+    }
+}
+
+/// Safe code cannot make a single-sided ring: the layouts it can reach
+/// from a configuration with the flags (a fresh one, or the one a pool
+/// keeps) build MP/MC rings with the safe `HeapRing::new`.
+#[test]
+fn safe_code_cannot_build_a_single_sided_ring() {
+    for (sp, sc) in MODES {
+        let cfg = flagged((sp, sc));
+        let fresh = *cfg.layout().unwrap().ring();
+        // SAFETY: the pool is never used by more than this thread.
+        let pool = unsafe { HeapPool::new_unchecked(&cfg) }.unwrap();
+        let kept = *pool.layout().ring();
+        assert_eq!(fresh, kept);
+        for l in [fresh, kept] {
+            let r = HeapRing::new(l);
+            assert_eq!(r.mode_name(), "MP/MC", "flags {:?}", (sp, sc));
+            assert_eq!(
+                (r.capacity(), r.slots()),
+                (pool.ring().capacity(), pool.ring().slots())
+            );
+        }
+        // The pool's own ring, made by the unsafe constructor, has them.
         assert_eq!(
             (
                 pool.ring().is_single_producer(),

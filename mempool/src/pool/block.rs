@@ -1,0 +1,270 @@
+//! The pool in its block: [`PoolCore::init`] places every part at its
+//! offset, [`PoolCore::attach`] finds an initialised pool, and the accessors
+//! here reach each part through a pointer with the whole block's provenance.
+
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use super::{Header, PoolCore, HEADER_BYTES, POOL_MAGIC};
+use crate::config::PoolLayout;
+use crate::dma::{Dma, DmaTable};
+use crate::error::PoolError;
+use crate::inflight::SharedCounters;
+use crate::iova::{ChunkTable, Chunks};
+use crate::lcore_cache::LcoreCache;
+use crate::ptr_ring::PtrRing;
+use crate::shutdown::Shutdown;
+use crate::sync::{AtomicU64, Ordering};
+use crate::validation::{Bitmap, Validator};
+
+impl PoolCore {
+    /// Initialises a pool in `mem` and returns it.
+    ///
+    /// # Safety
+    /// * `mem` is valid for writes of `layout.bytes` bytes, aligned to
+    ///   `layout.align`, and used for nothing else while the pool lives;
+    /// * `layout` comes from [`PoolConfig::layout`](crate::PoolConfig::layout);
+    /// * the memory outlives `'a`;
+    /// * with `single_producer` (`single_consumer`) in the configuration: for
+    ///   the pool's whole life at most one thread at a time puts objects into
+    ///   it (gets objects from it), through any method, safe ones included.
+    pub unsafe fn init<'a>(mem: NonNull<u8>, layout: &PoolLayout) -> &'a PoolCore {
+        let base = mem.as_ptr();
+        let p =
+            core::ptr::slice_from_raw_parts_mut(base, layout.bytes - HEADER_BYTES) as *mut PoolCore;
+        let cfg = &layout.config;
+        // The layout's ring is MP/MC (see `PoolLayout::ring`): the modes are
+        // set here, where the caller takes on their contract.
+        // SAFETY: the single-producer/consumer contract is our caller's
+        // (this function's own contract).
+        let ring = unsafe {
+            layout
+                .ring
+                .with_single_producer(cfg.single_producer)
+                .with_single_consumer(cfg.single_consumer)
+        };
+        // SAFETY: only addresses are computed (no reference to the
+        // uninitialised memory is made); they lie inside the block.
+        let (table_at, dma_at, val_at) = unsafe {
+            (
+                core::ptr::addr_of!((*p).table_hdr) as usize - base as usize,
+                core::ptr::addr_of!((*p).dma_hdr) as usize - base as usize,
+                core::ptr::addr_of!((*p).validator_hdr) as usize - base as usize,
+            )
+        };
+        // SAFETY: the caller guarantees `mem` is writable, aligned and holds
+        // `layout.bytes` bytes, which the layout (only `PoolConfig::layout`
+        // makes one) made large enough for the header, the ring, the caches
+        // and the tables at their offsets. Each header field is written in
+        // place through the raw pointer.
+        unsafe {
+            core::ptr::addr_of_mut!((*p).hdr).write(CachePadded::new(Header {
+                magic: AtomicU64::new(0),
+                max_lcores: cfg.max_lcores as usize,
+                fast_lcores: if cfg.validate {
+                    0
+                } else {
+                    cfg.max_lcores as usize
+                },
+                caches_offset: layout.caches_offset,
+                lcore_stride: layout.lcore_stride,
+                ring_offset: layout.ring_offset,
+                direct: layout.cache_size() == 0,
+                validate: cfg.validate,
+                layout: *layout,
+            }));
+            core::ptr::addr_of_mut!((*p).any).write(SharedCounters::new());
+            core::ptr::addr_of_mut!((*p).table_hdr).write(CachePadded::new(ChunkTable::new(
+                cfg.max_chunks,
+                layout.chunks_offset - table_at,
+                layout.order_offset - table_at,
+            )));
+            core::ptr::addr_of_mut!((*p).dma_hdr).write(CachePadded::new(DmaTable::new(
+                cfg.max_devices,
+                layout.devices_offset - dma_at,
+            )));
+            core::ptr::addr_of_mut!((*p).shutdown).write(CachePadded::new(Shutdown::new(
+                cfg.retry_period_ns,
+                cfg.warn_period_ns,
+            )));
+            core::ptr::addr_of_mut!((*p).validator_hdr).write(Validator::new(
+                layout.bitmap_words,
+                layout.bitmap_offset - val_at,
+            ));
+            let core = &*p;
+            core.table().init_arrays();
+            core.dma().init_slots();
+            core.validator().init_bitmap();
+            PtrRing::init(NonNull::new_unchecked(base.add(layout.ring_offset)), &ring);
+            for i in 0..cfg.max_lcores as usize {
+                LcoreCache::init(
+                    base.add(layout.caches_offset + i * layout.lcore_stride),
+                    layout.cache_size,
+                    layout.cache_size as u32,
+                );
+            }
+            // Release pairs with the Acquire load in `attach`: a process that
+            // sees the magic sees an initialised pool.
+            core.hdr.magic.store(POOL_MAGIC, Ordering::Release);
+            core
+        }
+    }
+
+    /// Returns the pool already initialised in `mem` (by this or another
+    /// process).
+    ///
+    /// # Safety
+    /// `mem` points to at least [`HEADER_BYTES`] readable bytes: the magic
+    /// is read through the raw pointer before any reference to the memory
+    /// is made. If it matches, `mem` holds a pool [`PoolCore::init`]
+    /// initialised, valid (with provenance over the whole block) for `'a`.
+    #[inline]
+    pub unsafe fn attach<'a>(mem: NonNull<u8>) -> Result<&'a PoolCore, PoolError> {
+        // The header is the first field (`repr(C)`) and `CachePadded` keeps
+        // its value at offset 0 (checked by a unit test in `ptr_ring`): the
+        // magic, the header's first field, is the block's first word.
+        let magic = mem.as_ptr().cast::<Header>();
+        // SAFETY: the caller guarantees the header bytes are readable; only
+        // the magic word is read, through a raw place. Acquire pairs with
+        // the Release store at the end of `init`.
+        let magic = unsafe { (*core::ptr::addr_of!((*magic).magic)).load(Ordering::Acquire) };
+        if magic != POOL_MAGIC {
+            return Err(PoolError::NotAPool {
+                addr: mem.as_ptr() as usize,
+            });
+        }
+        // SAFETY: the magic proves an initialised pool (caller's contract).
+        Ok(unsafe { Self::attach_unchecked(mem) })
+    }
+
+    /// The pool in `mem`, without checking the magic: for a caller that
+    /// already proved the pool initialised (the glue's inlined fast path
+    /// checks its own zone magic, stored after `init` returned).
+    ///
+    /// # Safety
+    /// `mem` holds a pool [`PoolCore::init`] initialised, valid (with
+    /// provenance over the whole block) for `'a`.
+    #[inline(always)]
+    pub unsafe fn attach_unchecked<'a>(mem: NonNull<u8>) -> &'a PoolCore {
+        let hdr = mem.as_ptr().cast::<Header>();
+        // SAFETY: an initialised header (caller's contract); read-only field.
+        let bytes = unsafe { (*core::ptr::addr_of!((*hdr).layout)).bytes };
+        let p = core::ptr::slice_from_raw_parts(mem.as_ptr().cast_const(), bytes - HEADER_BYTES)
+            as *const PoolCore;
+        // SAFETY: the caller's guarantee; the slice length makes the
+        // reference cover exactly the block.
+        unsafe { &*p }
+    }
+
+    /// A pointer to `part` (a field of the header) with the provenance of
+    /// the whole block, for the parts that reach past themselves.
+    #[inline(always)]
+    fn part<T>(&self, part: &T) -> *const T {
+        let off = part as *const T as usize - self.base() as usize;
+        // SAFETY: `part` is a field of `self`, so `off` is inside the block.
+        unsafe { self.base().add(off).cast() }
+    }
+
+    /// The chunk table, reaching its records and order array.
+    #[inline(always)]
+    pub(super) fn table(&self) -> Chunks<'_> {
+        // SAFETY: initialised by `init`; `part` has the block's provenance.
+        unsafe { Chunks::new(self.part(&*self.table_hdr)) }
+    }
+
+    /// The DMA table, reaching its device slots.
+    #[inline(always)]
+    pub(super) fn dma(&self) -> Dma<'_> {
+        // SAFETY: as in `table`.
+        unsafe { Dma::new(self.part(&*self.dma_hdr)) }
+    }
+
+    /// The validator, reaching its bitmap.
+    #[inline(always)]
+    pub(super) fn validator(&self) -> Bitmap<'_> {
+        // SAFETY: as in `table`.
+        unsafe { Bitmap::new(self.part(&self.validator_hdr)) }
+    }
+
+    #[inline(always)]
+    fn base(&self) -> *const u8 {
+        self as *const PoolCore as *const u8
+    }
+
+    /// The ring behind the caches.
+    #[inline(always)]
+    pub fn ring(&self) -> &PtrRing {
+        // SAFETY: `init` placed an initialised ring of `ring.slots` slots
+        // at `ring_offset`; it lives as long as the pool, and `base` has
+        // the whole block's provenance.
+        unsafe {
+            PtrRing::from_raw(
+                NonNull::new_unchecked(self.base().add(self.hdr.ring_offset).cast_mut()),
+                self.hdr.layout.ring.slots(),
+            )
+        }
+    }
+
+    /// The cache of `lcore`, or `None` for an id without one.
+    #[inline(always)]
+    pub(super) fn cache(&self, lcore: u32) -> Option<&LcoreCache> {
+        let i = lcore as usize;
+        if i >= self.hdr.max_lcores {
+            return None;
+        }
+        // SAFETY: just checked.
+        Some(unsafe { self.cache_at(i) })
+    }
+
+    /// The cache of lcore index `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < max_lcores`.
+    #[inline(always)]
+    pub(super) unsafe fn cache_at(&self, i: usize) -> &LcoreCache {
+        // SAFETY: `i < max_lcores` (caller), and `init` placed `max_lcores`
+        // caches of `cache_size` slots `lcore_stride` bytes apart from
+        // `caches_offset`; `base` has the whole block's provenance.
+        unsafe {
+            LcoreCache::from_raw(
+                self.base()
+                    .add(self.hdr.caches_offset + i * self.hdr.lcore_stride),
+                self.hdr.layout.cache_size,
+            )
+        }
+    }
+
+    pub(super) fn caches(&self) -> impl Iterator<Item = &LcoreCache> + Clone {
+        (0..self.hdr.max_lcores as u32).filter_map(move |i| self.cache(i))
+    }
+
+    /// Drops every atomic in place (loom's own model state).
+    ///
+    /// # Safety
+    /// Nothing uses the pool afterwards.
+    #[cfg(loom)]
+    pub(super) unsafe fn drop_atomics(&self) {
+        let base = self.base().cast_mut();
+        let ring_slots = self.ring().slots();
+        // SAFETY: all written by `init`; the caller guarantees no further use.
+        unsafe {
+            crate::ptr_ring::drop_in_place(base.add(self.hdr.ring_offset), ring_slots);
+            for i in 0..self.hdr.max_lcores {
+                LcoreCache::drop_in_place(
+                    base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride),
+                );
+            }
+            self.table().drop_arrays();
+            self.dma().drop_slots();
+            self.validator().drop_bitmap();
+            let p = self as *const PoolCore as *mut PoolCore;
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).any));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).table_hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).dma_hdr));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).shutdown));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).validator_hdr));
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The pool's memory as devices see it: chunk registration, IOVA look-ups,
+//! and DMA mapping per device.
+
+use super::PoolCore;
+use crate::dma::{DeviceId, DeviceStats, DmaMapper};
+use crate::error::PoolError;
+use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, Iova, ObjIndex, VirtAddr};
+use crate::shutdown::PoolState;
+
+impl PoolCore {
+    /// Records a chunk and the objects laid in it; they count as populated
+    /// (and out, with the caller) from now on, until they are put.
+    ///
+    /// Call it **before** the chunk's objects are put (DPDK enqueues each
+    /// object while populating): then `populated = ring + caches + inflight`
+    /// holds at every step, and validation knows the objects.
+    pub fn register_chunk(&self, spec: ChunkSpec) -> Result<ChunkInfo, PoolError> {
+        self.table().insert(&spec, self.objects(), || {
+            self.require("register_chunk", |s| s == PoolState::Active)
+        })
+    }
+
+    /// `Ok` if the state passes `ok`, else `WrongState` for `op`.
+    fn require(
+        &self,
+        op: &'static str,
+        ok: impl FnOnce(PoolState) -> bool,
+    ) -> Result<(), PoolError> {
+        let state = self.state();
+        if ok(state) {
+            Ok(())
+        } else {
+            Err(PoolError::WrongState { op, state })
+        }
+    }
+
+    /// The chunk record `id`.
+    pub fn chunk(&self, id: ChunkId) -> Option<ChunkInfo> {
+        self.table().get(id)
+    }
+
+    /// Chunk records so far.
+    pub fn chunks(&self) -> usize {
+        self.table().len()
+    }
+
+    /// Bound on chunk records.
+    pub fn max_chunks(&self) -> usize {
+        self.table().max_chunks()
+    }
+
+    /// The chunk containing `addr`. O(log chunks), lockless.
+    pub fn chunk_of<T>(&self, addr: *const T) -> Option<ChunkInfo> {
+        self.table().find(VirtAddr::of(addr))
+    }
+
+    /// The IOVA of `addr` (any byte of a recorded chunk that has an IOVA).
+    pub fn iova_of<T>(&self, addr: *const T) -> Option<Iova> {
+        let a = VirtAddr::of(addr);
+        self.table().find(a)?.iova_of(a)
+    }
+
+    /// `Some(index)` if `obj` is exactly one of the pool's objects.
+    #[inline]
+    pub fn owns<T>(&self, obj: *const T) -> Option<ObjIndex> {
+        let a = VirtAddr::of(obj);
+        self.table().find(a)?.object_index(a)
+    }
+
+    /// In validation mode, whether the object is home (ring or cache).
+    /// `None` when validation is off or `obj` is not ours.
+    pub fn is_home<T>(&self, obj: *const T) -> Option<bool> {
+        if !self.hdr.validate {
+            return None;
+        }
+        Some(self.validator().is_home(self.owns(obj)?))
+    }
+
+    /// Attaches `device` (once) and maps every chunk not yet mapped for it.
+    /// Returns the number of chunks this call mapped.
+    pub fn dma_attach(
+        &self,
+        device: DeviceId,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<usize, PoolError> {
+        self.dma().attach(device, self.table(), mapper, || {
+            self.require("dma_attach", |s| s == PoolState::Active)
+        })
+    }
+
+    /// Maps chunks registered since the last attach/sync for every attached
+    /// device. Call after registering chunks on a pool with devices.
+    pub fn dma_sync(&self, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+        self.dma().sync(self.table(), mapper, || {
+            self.require("dma_sync", |s| s != PoolState::Released)
+        })
+    }
+
+    /// Unmaps everything mapped for `device` and retires it for good (it is
+    /// never mapped again). A second call does nothing (`Ok(0)`).
+    pub fn dma_remove(
+        &self,
+        device: DeviceId,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<usize, PoolError> {
+        self.dma().remove(device, self.table(), mapper)
+    }
+
+    /// Counters of `device`, if it was ever attached.
+    pub fn device_stats(&self, device: DeviceId) -> Option<DeviceStats> {
+        self.dma().device(device)
+    }
+}

@@ -1,0 +1,161 @@
+//! The fast paths alone, `#[inline(always)]`, for a caller that wants them
+//! inlined into its own entry point (the glue's DPDK callbacks): each either
+//! completes the operation or returns `false` having changed nothing, and
+//! the caller then calls [`PoolCore::get`] / [`PoolCore::put`].
+
+use core::ffi::c_void;
+
+use super::PoolCore;
+use crate::lcore_cache::LcoreCache;
+use crate::shutdown::PoolState;
+
+impl PoolCore {
+    /// [`cache`](PoolCore::cache) for the inlined fast paths: `None` also in
+    /// validation mode (every operation must then take the checked path).
+    #[inline(always)]
+    fn fast_cache(&self, lcore: u32) -> Option<&LcoreCache> {
+        let i = lcore as usize;
+        if i >= self.hdr.fast_lcores {
+            return None;
+        }
+        // SAFETY: `i < fast_lcores <= max_lcores`.
+        Some(unsafe { self.cache_at(i) })
+    }
+
+    /// Whether the handler cache is off (`cache_size == 0`): the fast paths
+    /// of an lcore with a cache slot are then
+    /// [`try_get_direct`](PoolCore::try_get_direct) /
+    /// [`try_put_direct`](PoolCore::try_put_direct), straight to the ring.
+    #[inline(always)]
+    pub fn is_direct(&self) -> bool {
+        self.hdr.direct
+    }
+
+    /// The get fast path alone, for a caller that wants it inlined into its
+    /// own entry point: with the handler cache on, pops `out.len()` objects
+    /// (at most 8; the copy is inline, with no call) from lcore `lcore`'s
+    /// cache when validation is off and the cache holds enough. Returns
+    /// `false`, having changed nothing, in every other case (a miss, a
+    /// caller without an lcore id, validation mode, the cache off); the
+    /// caller then calls [`get`](PoolCore::get), which handles them all.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    ///
+    /// # Examples
+    /// The pattern of an entry point that inlines the fast paths:
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// let mut one = [core::ptr::null_mut()];
+    /// // SAFETY: no other thread uses lcore id 0.
+    /// unsafe {
+    ///     if !pool.try_get_cached(0, &mut one) {
+    ///         pool.get(0, &mut one)?; // a miss: `get` refills the cache
+    ///     }
+    ///     // The cache has room now: the put stays on the fast path.
+    ///     assert!(pool.try_put_cached(0, &one));
+    /// }
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn try_get_cached(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_get_small(out) },
+            _ => false,
+        }
+    }
+
+    /// With the handler cache off: takes `out.len()` objects straight from
+    /// the ring for an lcore with a cache slot (validation off), counted on
+    /// the lcore's own line, with no shared write beyond the ring's. Returns
+    /// `false`, having changed nothing, where [`get`](PoolCore::get) must
+    /// decide (and report): a draining pool, too few objects, no slot.
+    ///
+    /// Meant for pools where [`is_direct`](PoolCore::is_direct) holds (the
+    /// caller checks it once to choose its path); with the handler cache on
+    /// it is still correct, the objects only bypassing the cache.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    #[inline(always)]
+    pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        let Some(c) = self.fast_cache(lcore) else {
+            return false;
+        };
+        if self.shutdown.state() != PoolState::Active {
+            return false;
+        }
+        let ring = self.ring();
+        if out.len() == 1 {
+            let Some(obj) = ring.dequeue_one() else {
+                return false;
+            };
+            out[0] = obj;
+        } else if ring.dequeue_bulk(out).is_err() {
+            return false;
+        }
+        c.count_hold(out.len());
+        true
+    }
+
+    /// The put fast path alone (see [`try_get_cached`](PoolCore::try_get_cached)):
+    /// with the handler cache on, pushes `objs` (at most 8) onto lcore
+    /// `lcore`'s cache when validation is off and they fit under its limit;
+    /// otherwise returns `false`, having changed nothing, and the caller
+    /// calls [`put`](PoolCore::put).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_cached(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_put_small(objs) },
+            _ => false,
+        }
+    }
+
+    /// With the handler cache off: puts `objs` straight into the ring for an
+    /// lcore with a cache slot (validation off), counted on the lcore's own
+    /// line. Returns `false`, having changed nothing, where
+    /// [`put`](PoolCore::put) must decide (and report): a released pool, a
+    /// null object, a ring without room (more objects back than went out).
+    ///
+    /// Meant for direct pools, as
+    /// [`try_get_direct`](PoolCore::try_get_direct).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        let Some(c) = self.fast_cache(lcore) else {
+            return false;
+        };
+        if self.shutdown.state() == PoolState::Released {
+            return false;
+        }
+        let ring = self.ring();
+        let ok = if objs.len() == 1 {
+            ring.enqueue_one(objs[0]).is_ok()
+        } else {
+            ring.enqueue_bulk(objs).is_ok()
+        };
+        if !ok {
+            return false;
+        }
+        // The last touch of the pool: once the count is visible a
+        // concurrent deferred release may free it (see `Shutdown`).
+        c.count_release(objs.len());
+        true
+    }
+}

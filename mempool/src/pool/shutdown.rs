@@ -1,0 +1,286 @@
+//! The shutdown driver: draining, orphaning and polling for the deferred
+//! release (the state machine itself is [`crate::shutdown`]).
+
+use super::PoolCore;
+use crate::dma::{DeviceId, DmaMapper};
+use crate::error::PoolError;
+use crate::shutdown::{PollOutcome, PoolState};
+
+impl PoolCore {
+    /// The life-cycle state.
+    #[inline]
+    pub fn state(&self) -> PoolState {
+        self.shutdown.state()
+    }
+
+    /// Closes every cache to puts (limit 0). Called before the state
+    /// leaves `Active`: the Relaxed limit stores are published by the
+    /// Release half of that state CAS, so a put that happens-after the
+    /// state change (in particular one ordered after `Released`) reads
+    /// limit 0, misses the fast path and reaches a path that checks the
+    /// state.
+    fn close_caches(&self) {
+        for c in self.caches() {
+            c.close();
+        }
+        self.shutdown.touch();
+    }
+
+    /// Runs `f` as the one shutdown driver, or returns `busy` when another
+    /// driver call holds the token (or the pool was released: the call
+    /// that released it never gives the token back, so nothing gets past
+    /// it once the memory may be freed).
+    fn drive<R>(&self, busy: impl FnOnce(PoolState) -> R, f: impl FnOnce() -> (R, bool)) -> R {
+        if !self.shutdown.claim_driver() {
+            return busy(self.state());
+        }
+        let (r, released) = f();
+        if !released {
+            self.shutdown.release_driver();
+        }
+        r
+    }
+
+    /// Starts shutdown: closes the caches (every later put goes to the
+    /// ring, each lcore gives its cache back on its next put), refuses
+    /// further gets, and polls once. `now` is in ns on the caller's clock.
+    ///
+    /// Gets must have stopped, as the kernel requires of page_pool users:
+    /// the slow paths refuse them, but a fast-path get from a non-empty
+    /// cache cannot see the state. Use
+    /// [`drain_quiescent`](PoolCore::drain_quiescent) when the application
+    /// is known to be quiescent, to also empty every cache at once.
+    ///
+    /// One driver at a time (see [`poll`](PoolCore::poll)): a call racing
+    /// another driver call returns [`PollOutcome::Busy`] having done
+    /// nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// use mempool::{NoDma, PollOutcome, PoolError, PoolState};
+    ///
+    /// let mut one = [core::ptr::null_mut()];
+    /// pool.get_any(&mut one)?; // an object the application still holds
+    ///
+    /// // `now` is in ns on the caller's clock.
+    /// let out = pool.begin_drain(0, &mut NoDma)?;
+    /// assert!(matches!(
+    ///     out,
+    ///     PollOutcome::Waiting { inflight: 1, .. } | PollOutcome::Warn { inflight: 1, .. }
+    /// ));
+    /// assert_eq!(pool.state(), PoolState::Draining);
+    /// let mut more = [core::ptr::null_mut()];
+    /// assert!(matches!(pool.get_any(&mut more), Err(PoolError::NotActive { .. })));
+    ///
+    /// // The late return is accepted; the next poll releases the pool.
+    /// pool.put_any(&one)?;
+    /// assert!(matches!(pool.poll(1_000, &mut NoDma), PollOutcome::Released { .. }));
+    /// assert_eq!(pool.state(), PoolState::Released);
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
+    pub fn begin_drain(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        self.drain_with(now, mapper, || Ok(()))
+    }
+
+    /// The drain of [`begin_drain`](PoolCore::begin_drain) and
+    /// [`drain_quiescent`](PoolCore::drain_quiescent), as the one driver:
+    /// closes the caches and enters `Draining`, runs `flush`, polls once.
+    fn drain_with(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+        flush: impl FnOnce() -> Result<(), PoolError>,
+    ) -> Result<PollOutcome, PoolError> {
+        self.drive(
+            |state| Self::busy("drain", state),
+            || {
+                if let Err(e) = self.close_as(PoolState::Draining, now) {
+                    return (Err(e), false);
+                }
+                if let Err(e) = flush() {
+                    return (Err(e), false);
+                }
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (Ok(out), released)
+            },
+        )
+    }
+
+    /// What a driver call refused by the token returns.
+    fn busy(op: &'static str, state: PoolState) -> Result<PollOutcome, PoolError> {
+        match state {
+            PoolState::Released => Err(PoolError::WrongState { op, state }),
+            _ => Ok(PollOutcome::Busy),
+        }
+    }
+
+    /// Closes the caches, then moves the state to `to` (the driver holds
+    /// the token).
+    fn close_as(&self, to: PoolState, now: u64) -> Result<PoolState, PoolError> {
+        if self.state() == PoolState::Released {
+            let op = if to == PoolState::Orphaned {
+                "orphan"
+            } else {
+                "drain"
+            };
+            return Err(PoolError::WrongState {
+                op,
+                state: PoolState::Released,
+            });
+        }
+        self.close_caches();
+        self.shutdown.close(to, now)
+    }
+
+    /// [`begin_drain`](PoolCore::begin_drain), then flushes every cache.
+    ///
+    /// # Safety
+    /// As [`flush_all_quiescent`](PoolCore::flush_all_quiescent).
+    ///
+    /// # Examples
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// use mempool::{NoDma, PollOutcome};
+    ///
+    /// let mut two = [core::ptr::null_mut(); 2];
+    /// // SAFETY: no other thread uses lcore id 0.
+    /// unsafe { pool.get(0, &mut two) }?;
+    /// // SAFETY: as above.
+    /// unsafe { pool.put(0, &two) }?;
+    /// assert!(pool.cache_len(0) > 0);
+    ///
+    /// // SAFETY: every lcore is quiescent (this is the only thread).
+    /// let out = unsafe { pool.drain_quiescent(0, &mut NoDma) }?;
+    /// assert!(matches!(out, PollOutcome::Released { .. }));
+    /// assert_eq!(pool.cache_len(0), 0); // flushed back to the ring
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
+    pub unsafe fn drain_quiescent(
+        &self,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        self.drain_with(now, mapper, || {
+            // SAFETY: forwarded caller contract.
+            unsafe { self.flush_all_quiescent() }.map(drop)
+        })
+    }
+
+    /// The forced path for a device that disappeared: unmaps its DMA
+    /// mappings once, then drains as orphaned. Late returns are still
+    /// accepted and never touch that device again; the final release does
+    /// not unmap it again. An unmap failure is reported after the pool was
+    /// orphaned (the mappings count as gone either way).
+    pub fn orphan(
+        &self,
+        device: DeviceId,
+        now: u64,
+        mapper: &mut dyn DmaMapper,
+    ) -> Result<PollOutcome, PoolError> {
+        self.drive(
+            |state| match state {
+                PoolState::Released => Ok(PollOutcome::AlreadyReleased),
+                _ => Ok(PollOutcome::Busy),
+            },
+            || {
+                if self.state() == PoolState::Released {
+                    return (Ok(PollOutcome::AlreadyReleased), false);
+                }
+                let unmapped = match self.dma().remove(device, self.table(), mapper) {
+                    Err(PoolError::UnknownDevice { .. }) => Ok(0),
+                    r => r,
+                };
+                if let Err(e) = self.close_as(PoolState::Orphaned, now) {
+                    return (Err(e), false);
+                }
+                let outcome = self.poll_driver(now, mapper);
+                let released = matches!(outcome, PollOutcome::Released { .. });
+                (unmapped.map(|_| outcome), released)
+            },
+        )
+    }
+
+    /// One step of the deferred release: releases the pool when no object
+    /// is out (exactly one call ever gets [`PollOutcome::Released`], and it
+    /// unmaps the devices still attached), otherwise says when to poll again
+    /// and whether to warn.
+    ///
+    /// **One driver at a time.** `begin_drain`, `drain_quiescent`, `orphan`
+    /// and `poll` take a driver token: a call racing another one returns
+    /// [`PollOutcome::Busy`] having touched nothing but the token, and the
+    /// call that releases the pool keeps the token, so no later driver call
+    /// gets past it. The caller that got `Released` may free the memory
+    /// once no other call on the pool can still start (e.g. one alarm or
+    /// thread drives shutdown): the token shortens a racing caller's touch
+    /// to one CAS, it cannot make a call that starts after the free safe.
+    pub fn poll(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        self.drive(
+            |state| match state {
+                PoolState::Released => PollOutcome::AlreadyReleased,
+                _ => PollOutcome::Busy,
+            },
+            || {
+                let out = self.poll_driver(now, mapper);
+                let released = matches!(out, PollOutcome::Released { .. });
+                (out, released)
+            },
+        )
+    }
+
+    /// [`poll`](PoolCore::poll) for the token holder.
+    fn poll_driver(&self, now: u64, mapper: &mut dyn DmaMapper) -> PollOutcome {
+        self.shutdown.touch();
+        match self.state() {
+            PoolState::Active => return PollOutcome::NotDraining,
+            PoolState::Released => return PollOutcome::AlreadyReleased,
+            PoolState::Draining | PoolState::Orphaned => {}
+        }
+        {
+            // No registration between the inflight read and the release
+            // (see `register_chunk`).
+            let _registrations = self.table().hold_registrations();
+            let inflight = self.inflight();
+            if inflight > 0 {
+                return self.shutdown.wait(now, inflight);
+            }
+            if !self.shutdown.try_release() {
+                return PollOutcome::AlreadyReleased;
+            }
+        }
+        // `release_all` takes the DMA lock, which `dma_attach` / `dma_sync`
+        // hold while they check the state and map.
+        PollOutcome::Released {
+            waited_ns: self.shutdown.waited(now),
+            dma: self.dma().release_all(self.table(), mapper),
+        }
+    }
+
+    /// Suggested delay between polls (ns).
+    pub fn retry_period_ns(&self) -> u64 {
+        self.shutdown.retry_period()
+    }
+}

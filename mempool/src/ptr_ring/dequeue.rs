@@ -1,0 +1,298 @@
+//! The consumer side: [`PtrRing::dequeue_bulk`], [`PtrRing::dequeue_burst`],
+//! their single-object path, and the batched invalidation of consumed slots.
+
+use core::ffi::c_void;
+
+use super::runs::{clear_run, copy_run};
+use super::{PtrRing, RingError, SHORT_CLEAR};
+use crate::sync::{AtomicUsize, Ordering, SpinGuard};
+
+impl PtrRing {
+    /// Takes the consumer lock, unless the ring is single-consumer.
+    #[inline(always)]
+    fn consumer_guard(&self) -> Option<SpinGuard<'_>> {
+        if self.hdr.config.single_consumer {
+            None
+        } else {
+            Some(self.hdr.consumer.lock.lock())
+        }
+    }
+
+    /// Dequeues exactly `out.len()` objects into `out`, or none.
+    ///
+    /// Fails with [`RingError::NotEnough`] (ring and `out` unchanged) when
+    /// fewer are in the ring, with [`RingError::BulkTooLarge`] above capacity.
+    /// An empty slice succeeds.
+    ///
+    /// In single-consumer mode the caller guarantees that no other dequeue
+    /// (bulk or burst) runs at the same time and that the previous one
+    /// happens-before this one (module documentation, "Modes").
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::{HeapRing, RingError};
+    ///
+    /// let ring = HeapRing::with_capacity(4)?;
+    /// let objs = [1u64, 2, 3];
+    /// let ptrs = objs.each_ref().map(|o| o as *const u64 as *mut c_void);
+    /// ring.enqueue_bulk(&ptrs)?;
+    ///
+    /// let mut out = [core::ptr::null_mut(); 4];
+    /// // Four asked, three there: nothing is taken.
+    /// assert_eq!(ring.dequeue_bulk(&mut out), Err(RingError::NotEnough { requested: 4 }));
+    /// ring.dequeue_bulk(&mut out[..2])?;
+    /// assert_eq!(out[..2], ptrs[..2]);
+    /// assert_eq!(ring.len(), 1);
+    /// # Ok::<(), RingError>(())
+    /// ```
+    #[inline]
+    pub fn dequeue_bulk(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
+        let n = out.len();
+        if n == 0 {
+            return Ok(());
+        }
+        if n > self.hdr.config.capacity {
+            return Err(RingError::BulkTooLarge {
+                requested: n,
+                capacity: self.hdr.config.capacity,
+            });
+        }
+        if n == 1 {
+            out[0] = self
+                .dequeue_one()
+                .ok_or(RingError::NotEnough { requested: 1 })?;
+            return Ok(());
+        }
+        let _guard = self.consumer_guard();
+        // Relaxed: `head` is only written by the consumer side, and the
+        // previous writer happens-before us (the consumer lock we hold, or
+        // the single-consumer contract).
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
+        // Acquire pairs with the Release fill in `enqueue_bulk` /
+        // `enqueue_one`. Slots are filled in sequence order (one producer at
+        // a time, in order, each enqueue happening-before the next), so the
+        // last one being full means all `n` are, and their fills
+        // happen-before this load. `n <= capacity` keeps `h + n - 1` clear
+        // of the previous lap's consumed-but-not-invalidated slots
+        // (`head - tail < batch`, `slots >= capacity + batch - 1`).
+        let last = self.slot(h.wrapping_add(n - 1)).load(Ordering::Acquire);
+        if last == 0 {
+            return Err(RingError::NotEnough { requested: n });
+        }
+        Self::copy_out(self.runs(h, n), out);
+        self.consume(h.wrapping_add(n));
+        Ok(())
+    }
+
+    /// `dequeue_bulk` of one object: `None` when the ring is empty.
+    ///
+    /// Locked in its own branch as in [`enqueue_one`](PtrRing::enqueue_one),
+    /// and with its invalidation inline (see `consume_one`): a caller that
+    /// inlines it stays a leaf function with no stack frame.
+    #[inline(always)]
+    pub(crate) fn dequeue_one(&self) -> Option<*mut c_void> {
+        if self.hdr.config.single_consumer {
+            return self.take_one();
+        }
+        let _guard = self.hdr.consumer.lock.lock();
+        self.take_one()
+    }
+
+    /// [`dequeue_one`](PtrRing::dequeue_one) with the consumer side already
+    /// held (its lock, or the single-consumer contract).
+    #[inline(always)]
+    fn take_one(&self) -> Option<*mut c_void> {
+        // Relaxed: as in `dequeue_bulk`, the previous writer of `head`
+        // happens-before us (consumer lock or single-consumer contract).
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
+        // Acquire pairs with the Release fill in `fill_run` / `produce_one`
+        // (as in `dequeue_bulk`, for a bulk of one).
+        let obj = self.slot(h).load(Ordering::Acquire);
+        if obj == 0 {
+            return None;
+        }
+        self.consume_one(h.wrapping_add(1));
+        Some(obj as *mut c_void)
+    }
+
+    /// [`consume`](PtrRing::consume) after a single object, with the
+    /// invalidation, when due, inline (`clear_inline`) rather than out of
+    /// line: a call would make every caller save registers around it. The
+    /// range is short: before this dequeue `head - tail < batch`, so it is
+    /// exactly `batch` slots long.
+    #[inline(always)]
+    fn consume_one(&self, new_head: usize) {
+        // Release pairs with the Acquire head load in `len`/`is_empty`,
+        // stored before any slot is cleared (as in `consume`).
+        self.hdr.consumer.head.store(new_head, Ordering::Release);
+        // Relaxed: `tail` is only touched by the consumer side, whose
+        // previous writer happens-before us.
+        let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
+        if new_head.wrapping_sub(tail) < self.hdr.config.batch {
+            return;
+        }
+        self.clear_inline(tail, new_head);
+    }
+
+    /// Clears `[tail, head)` (at least one slot) in sequence order, as
+    /// [`invalidate`](PtrRing::invalidate) does, in a plain inline loop with
+    /// no call: short invalidations (single objects, small batches) then
+    /// cost their callers no stack frame. Consumer side held.
+    #[inline(always)]
+    fn clear_inline(&self, tail: usize, head: usize) {
+        // Relaxed: only the consumer side reads `tail`, and we hold it.
+        self.hdr.consumer.tail.store(head, Ordering::Relaxed);
+        // Indexes wrapped with the mask keep the trip count opaque to the
+        // optimiser, which would otherwise unroll the loop into more live
+        // registers than a leaf caller has.
+        let mask = self.hdr.config.mask;
+        let end = head & mask;
+        let mut i = tail & mask;
+        loop {
+            // SAFETY: `i <= mask`, and the slot array has `mask + 1` slots.
+            let slot = unsafe { &*self.slots.as_ptr().add(i) };
+            // Release pairs with the Acquire room checks in `enqueue_bulk` /
+            // `produce_one` and the slot loads in `is_empty`.
+            slot.store(0, Ordering::Release);
+            i = (i + 1) & mask;
+            if i == end {
+                break;
+            }
+        }
+    }
+
+    /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
+    /// runs' total length).
+    #[inline(always)]
+    fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
+        let (oa, ob) = out.split_at_mut(a.len());
+        copy_run(a, oa);
+        if !b.is_empty() {
+            copy_run(b, ob);
+        }
+        debug_assert!(
+            out.iter().all(|o| !o.is_null()),
+            "hole in a filled ptr_ring run"
+        );
+    }
+
+    /// Copies filled slots of `run` into `out` up to the first free one;
+    /// returns how many.
+    #[inline(always)]
+    fn take_filled(run: &[AtomicUsize], out: &mut [*mut c_void]) -> usize {
+        let mut got = 0;
+        for (o, s) in out.iter_mut().zip(run) {
+            // Acquire pairs with the Release fill in `enqueue_bulk` /
+            // `enqueue_one`: this object's fill happens-before our use.
+            let v = s.load(Ordering::Acquire);
+            if v == 0 {
+                break;
+            }
+            *o = v as *mut c_void;
+            got += 1;
+        }
+        got
+    }
+
+    /// Dequeues up to `out.len()` objects into the front of `out` and returns
+    /// how many (0 when empty).
+    ///
+    /// Same single-consumer contract as [`dequeue_bulk`](PtrRing::dequeue_bulk).
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::HeapRing;
+    ///
+    /// let ring = HeapRing::with_capacity(4)?;
+    /// let objs = [1u64, 2, 3];
+    /// let ptrs = objs.each_ref().map(|o| o as *const u64 as *mut c_void);
+    /// ring.enqueue_bulk(&ptrs)?;
+    ///
+    /// let mut out = [core::ptr::null_mut(); 4];
+    /// let n = ring.dequeue_burst(&mut out); // up to four: the three there are
+    /// assert_eq!(out[..n], ptrs);
+    /// assert_eq!(ring.dequeue_burst(&mut out), 0);
+    /// # Ok::<(), mempool::RingError>(())
+    /// ```
+    #[inline]
+    pub fn dequeue_burst(&self, out: &mut [*mut c_void]) -> usize {
+        let max = out.len().min(self.hdr.config.capacity);
+        if max == 0 {
+            return 0;
+        }
+        let _guard = self.consumer_guard();
+        // Relaxed: `head` is only written by the consumer side, and the
+        // previous writer happens-before us (consumer lock or
+        // single-consumer contract).
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
+        let runs = self.runs(h, max);
+        // Acquire pairs with the Release fill in `enqueue_bulk` /
+        // `enqueue_one`. As in `dequeue_bulk`: `max <= capacity`, so a full
+        // last slot means the whole range is filled and visible; then copy
+        // it without a test per slot.
+        let got = if self.slot(h.wrapping_add(max - 1)).load(Ordering::Acquire) != 0 {
+            Self::copy_out(runs, &mut out[..max]);
+            max
+        } else {
+            // Partial: each slot up to the first free one, each checked by
+            // its own Acquire load (in `take_filled`). A slot in range is
+            // never a stale previous-lap value (same bound as above).
+            let (a, b) = runs;
+            let (oa, ob) = out[..max].split_at_mut(a.len());
+            let got = Self::take_filled(a, oa);
+            if got == a.len() {
+                got + Self::take_filled(b, ob)
+            } else {
+                got
+            }
+        };
+        if got > 0 {
+            self.consume(h.wrapping_add(got));
+        }
+        got
+    }
+
+    /// Publishes the new head, then invalidates a batch when due.
+    /// Called by the consumer side (lock held or single consumer) after
+    /// reading every slot in `[old head, new_head)`.
+    #[inline(always)]
+    fn consume(&self, new_head: usize) {
+        // Release pairs with the Acquire head load in `len`/`is_empty`. It is
+        // stored before any slot is cleared: see `is_empty`.
+        self.hdr.consumer.head.store(new_head, Ordering::Release);
+        // Relaxed: `tail` is only touched by the consumer side, whose
+        // previous writer happens-before us.
+        let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
+        let lag = new_head.wrapping_sub(tail);
+        if lag < self.hdr.config.batch {
+            return;
+        }
+        if lag <= SHORT_CLEAR {
+            self.clear_inline(tail, new_head);
+        } else {
+            self.invalidate(tail, new_head);
+        }
+    }
+
+    /// Clears `[tail, head)` in sequence order (first run, then the wrapped
+    /// one), so that clears, like fills, happen in sequence order: a
+    /// producer then learns from one slot that a whole bulk is free (see
+    /// `enqueue_bulk`). The kernel clears in reverse, so that the line a
+    /// producer spinning on a full ring polls is written last; a mempool's
+    /// ring holds every object of its pool and is never polled full. The
+    /// range is at most `batch - 1 + capacity <= slots` long.
+    // Out of line: it runs once per batch, and inlined its loops would
+    // cost every dequeue a stack frame.
+    #[inline(never)]
+    fn invalidate(&self, tail: usize, head: usize) {
+        let (a, b) = self.runs(tail, head.wrapping_sub(tail));
+        clear_run(a);
+        if !b.is_empty() {
+            clear_run(b);
+        }
+        // Relaxed: only the consumer side reads `tail`.
+        self.hdr.consumer.tail.store(head, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,151 @@
+//! The producer side: [`PtrRing::enqueue_bulk`] and its single-object path.
+
+use core::ffi::c_void;
+
+use super::runs::{any_null, fill_run};
+use super::{PtrRing, RingError};
+use crate::sync::{Ordering, SpinGuard};
+
+impl PtrRing {
+    /// Takes the producer lock, unless the ring is single-producer.
+    #[inline(always)]
+    fn producer_guard(&self) -> Option<SpinGuard<'_>> {
+        if self.hdr.config.single_producer {
+            None
+        } else {
+            Some(self.hdr.producer.lock.lock())
+        }
+    }
+
+    /// Enqueues all of `objs`, or none of them.
+    ///
+    /// Fails with [`RingError::NullObject`] for a null pointer (checked
+    /// first), [`RingError::BulkTooLarge`] above capacity and
+    /// [`RingError::NoSpace`] when any slot needed is still full (occupied or
+    /// consumed but not yet invalidated). An empty slice succeeds.
+    ///
+    /// In single-producer mode the caller guarantees that no other enqueue
+    /// runs at the same time and that the previous one happens-before this
+    /// one (module documentation, "Modes").
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::{HeapRing, RingError};
+    ///
+    /// let ring = HeapRing::with_capacity(2)?;
+    /// let objs = [1u64, 2, 3];
+    /// let [a, b, c] = objs.each_ref().map(|o| o as *const u64 as *mut c_void);
+    ///
+    /// let null = core::ptr::null_mut();
+    /// assert_eq!(ring.enqueue_bulk(&[a, null]), Err(RingError::NullObject { index: 1 }));
+    /// assert_eq!(
+    ///     ring.enqueue_bulk(&[a, b, c]),
+    ///     Err(RingError::BulkTooLarge { requested: 3, capacity: 2 })
+    /// );
+    /// ring.enqueue_bulk(&[a, b])?;
+    /// assert_eq!(ring.enqueue_bulk(&[c]), Err(RingError::NoSpace { requested: 1 }));
+    /// assert_eq!(ring.len(), 2); // the failures left the ring as it was
+    /// # Ok::<(), RingError>(())
+    /// ```
+    #[inline]
+    pub fn enqueue_bulk(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
+        let n = objs.len();
+        if n == 1 {
+            return self.enqueue_one(objs[0]);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if n > self.hdr.config.capacity {
+            return Err(RingError::BulkTooLarge {
+                requested: n,
+                capacity: self.hdr.config.capacity,
+            });
+        }
+        // Branch-free null scan (one test for the whole bulk), before the
+        // lock; the position only on the error path.
+        if any_null(objs) {
+            let index = objs.iter().position(|o| o.is_null()).unwrap_or(0);
+            return Err(RingError::NullObject { index });
+        }
+        let _guard = self.producer_guard();
+        // Relaxed: `seq` is only written by the producer side, and the
+        // previous writer happens-before us (the producer lock we hold, or
+        // the single-producer contract).
+        let p = self.hdr.producer.seq.load(Ordering::Relaxed);
+        // Acquire pairs with the Release clears in `clear_inline` and
+        // `clear_run` (through `invalidate`). Clears
+        // happen in sequence order (one consumer at a time, each clearing
+        // its range first to last, each invalidation happening-before the
+        // next), so the last slot of the bulk being free means every slot
+        // of it is, and every one of those clears happens-before our fills
+        // below. One load for the whole bulk. Slots are only ever filled by
+        // the producer side, so a slot read free stays free until we fill
+        // it.
+        if self.slot(p.wrapping_add(n - 1)).load(Ordering::Acquire) != 0 {
+            return Err(RingError::NoSpace { requested: n });
+        }
+        let (a, b) = self.runs(p, n);
+        // Published before the fills, so a consumer can never be seen ahead
+        // of `seq` (pairs, through the Release fills below and the
+        // consumer's Release `head` store in `consume`, with the Acquire
+        // `head` load in `len`). Release (a plain store on x86) pairs with
+        // the first Acquire `seq` load in `len`: a reader that sees this
+        // `seq` sees every `head` store that happens-before this enqueue,
+        // so its `head` is not from an older lap.
+        self.hdr
+            .producer
+            .seq
+            .store(p.wrapping_add(n), Ordering::Release);
+        // Fills in sequence order (first run, then the wrapped one): the
+        // consumer relies on it (see `dequeue_bulk`).
+        let (oa, ob) = objs.split_at(a.len());
+        fill_run(a, oa);
+        if !b.is_empty() {
+            fill_run(b, ob);
+        }
+        Ok(())
+    }
+
+    /// `enqueue_bulk` of one object.
+    ///
+    /// The lock is taken in its own branch rather than through an optional
+    /// guard, so that the unlock needs no test.
+    #[inline(always)]
+    pub(crate) fn enqueue_one(&self, obj: *mut c_void) -> Result<(), RingError> {
+        if obj.is_null() {
+            return Err(RingError::NullObject { index: 0 });
+        }
+        if self.hdr.config.single_producer {
+            return self.produce_one(obj);
+        }
+        let _guard = self.hdr.producer.lock.lock();
+        self.produce_one(obj)
+    }
+
+    /// [`enqueue_one`](PtrRing::enqueue_one) with the producer side already
+    /// held (its lock, or the single-producer contract).
+    #[inline(always)]
+    fn produce_one(&self, obj: *mut c_void) -> Result<(), RingError> {
+        // Relaxed: as in `enqueue_bulk`, the previous writer of `seq`
+        // happens-before us (producer lock or single-producer contract).
+        let p = self.hdr.producer.seq.load(Ordering::Relaxed);
+        let s = self.slot(p);
+        // Acquire pairs with the Release clears in `clear_inline` and
+        // `clear_run` (see `enqueue_bulk`).
+        if s.load(Ordering::Acquire) != 0 {
+            return Err(RingError::NoSpace { requested: 1 });
+        }
+        // Before the fill; Release pairs with the first Acquire `seq` load
+        // in `len` (see `enqueue_bulk`).
+        self.hdr
+            .producer
+            .seq
+            .store(p.wrapping_add(1), Ordering::Release);
+        // Release pairs with the Acquire loads in `dequeue_bulk`,
+        // `take_one`, `dequeue_burst` and `is_empty`.
+        s.store(obj as usize, Ordering::Release);
+        Ok(())
+    }
+}

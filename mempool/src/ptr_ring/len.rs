@@ -1,0 +1,89 @@
+//! The lockless observers, exact in the sense each documents and callable
+//! from any thread at any time, in every mode.
+
+use super::PtrRing;
+use crate::sync::{spin_hint, Ordering};
+
+impl PtrRing {
+    /// `true` only if the ring held no object at some instant during the
+    /// call. Lockless, in every mode.
+    ///
+    /// Exactness: it never reports empty while an object whose enqueue
+    /// happens-before the call is still in the ring (not yet taken by a
+    /// dequeue). The kernel's `__ptr_ring_empty` can, because its consumer
+    /// clears slots before moving `consumer_head`: a reader holding the old
+    /// head then finds a cleared slot while later slots are full. Here the
+    /// consumer publishes `head` before clearing, with Release clears, so a
+    /// reader that finds a *cleared* slot at its `head` must, re-reading
+    /// `head`, find it moved, and retries. A slot that reads empty and whose
+    /// `head` has not moved is one whose fill is not visible, so no completed
+    /// enqueue is behind it. `head` never repeats (sequence numbers), so
+    /// there is no ABA. The argument needs only that one consumer at a time
+    /// writes `head` and then clears, which both modes give. Model-checked
+    /// in `tests/loom_ptr_ring.rs` (locked and single-producer/consumer).
+    pub fn is_empty(&self) -> bool {
+        loop {
+            // Acquire pairs with the Release store in `consume`.
+            let h = self.hdr.consumer.head.load(Ordering::Acquire);
+            // Acquire pairs with the Release fill in `enqueue_bulk` and with
+            // the Release clear in `invalidate`.
+            if self.slot(h).load(Ordering::Acquire) != 0 {
+                return false;
+            }
+            // Relaxed: ordered after the Acquire slot load above; if that
+            // load saw a clear, the head store before the clear is visible.
+            if self.hdr.consumer.head.load(Ordering::Relaxed) == h {
+                return true;
+            }
+            spin_hint();
+        }
+    }
+
+    /// Number of objects in the ring. Exact when no operation is in
+    /// progress; under concurrency a count the ring really held (an enqueue
+    /// in progress counts as done) at an instant during the call, so never
+    /// above the slot count. Lockless, in every mode; retries while
+    /// producers move `seq` under it.
+    ///
+    /// Reading `head` then `seq` once is no snapshot: between the two loads
+    /// an object can go round the ring many times, and `seq - head` then
+    /// counts it on every lap. Here `seq` is read on both sides of `head`:
+    /// when both reads agree, no enqueue completed in between, so at the
+    /// instant `head` was read the ring held `seq - head` objects.
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::HeapRing;
+    ///
+    /// let ring = HeapRing::with_capacity(8)?;
+    /// assert!(ring.is_empty() && ring.len() == 0);
+    /// let obj = &1u64 as *const u64 as *mut c_void;
+    /// ring.enqueue_bulk(&[obj, obj])?; // the ring takes any non-null address
+    /// assert_eq!(ring.len(), 2);
+    /// assert!(!ring.is_empty());
+    /// # Ok::<(), mempool::RingError>(())
+    /// ```
+    #[inline]
+    pub fn len(&self) -> usize {
+        loop {
+            // Acquire pairs with the Release `seq` store in `enqueue_bulk`
+            // / `enqueue_one`: every `head` store that happens-before that
+            // enqueue (e.g. the dequeue that took the object it puts back)
+            // is visible to the `head` load below.
+            let p = self.hdr.producer.seq.load(Ordering::Acquire);
+            // Acquire pairs with the Release store of `head` in `consume`:
+            // the consumer read the fills below `h`, which follow the
+            // producer's `seq` stores, so the `seq` read next is not
+            // behind `h`.
+            let h = self.hdr.consumer.head.load(Ordering::Acquire);
+            // Relaxed: ordered after the Acquire `head` load above.
+            let p2 = self.hdr.producer.seq.load(Ordering::Relaxed);
+            let n = p2.wrapping_sub(h);
+            if p == p2 && n <= self.slots() {
+                return n;
+            }
+            spin_hint();
+        }
+    }
+}
