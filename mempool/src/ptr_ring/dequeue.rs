@@ -81,14 +81,14 @@ impl PtrRing {
             return Err(RingError::NotEnough { requested: n });
         }
         Self::copy_out(self.runs(h, n), out);
-        self.consume(h.wrapping_add(n));
+        self.consume(h.wrapping_add(n), SHORT_CLEAR);
         Ok(())
     }
 
     /// `dequeue_bulk` of one object: `None` when the ring is empty.
     ///
     /// Locked in its own branch as in [`enqueue_one`](PtrRing::enqueue_one),
-    /// and with its invalidation inline (see `consume_one`): a caller that
+    /// and with its invalidation inline (see `take_one`): a caller that
     /// inlines it stays a leaf function with no stack frame.
     #[inline(always)]
     pub(crate) fn dequeue_one(&self) -> Option<*mut c_void> {
@@ -112,27 +112,11 @@ impl PtrRing {
         if obj == 0 {
             return None;
         }
-        self.consume_one(h.wrapping_add(1));
+        // Every clear inline: before this dequeue `head - tail < batch`, so
+        // a due range is exactly `batch` slots long, and a call to
+        // `invalidate` would make every caller save registers around it.
+        self.consume(h.wrapping_add(1), usize::MAX);
         Some(obj as *mut c_void)
-    }
-
-    /// [`consume`](PtrRing::consume) after a single object, with the
-    /// invalidation, when due, inline (`clear_inline`) rather than out of
-    /// line: a call would make every caller save registers around it. The
-    /// range is short: before this dequeue `head - tail < batch`, so it is
-    /// exactly `batch` slots long.
-    #[inline(always)]
-    fn consume_one(&self, new_head: usize) {
-        // Release pairs with the Acquire head load in `len`/`is_empty`,
-        // stored before any slot is cleared (as in `consume`).
-        self.hdr.consumer.head.store(new_head, Ordering::Release);
-        // Relaxed: `tail` is only touched by the consumer side, whose
-        // previous writer happens-before us.
-        let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
-        if new_head.wrapping_sub(tail) < self.hdr.config.batch {
-            return;
-        }
-        self.clear_inline(tail, new_head);
     }
 
     /// Clears `[tail, head)` (at least one slot) in sequence order, as
@@ -249,16 +233,19 @@ impl PtrRing {
             }
         };
         if got > 0 {
-            self.consume(h.wrapping_add(got));
+            self.consume(h.wrapping_add(got), SHORT_CLEAR);
         }
         got
     }
 
-    /// Publishes the new head, then invalidates a batch when due.
+    /// Publishes the new head, then invalidates a batch when due: inline
+    /// (`clear_inline`) when the range is at most `inline_up_to` slots,
+    /// else out of line (`invalidate`). Callers pass a constant, so only
+    /// one of the two is compiled in where the choice is known.
     /// Called by the consumer side (lock held or single consumer) after
     /// reading every slot in `[old head, new_head)`.
     #[inline(always)]
-    fn consume(&self, new_head: usize) {
+    fn consume(&self, new_head: usize, inline_up_to: usize) {
         // Release pairs with the Acquire head load in `len`/`is_empty`. It is
         // stored before any slot is cleared: see `is_empty`.
         self.hdr.consumer.head.store(new_head, Ordering::Release);
@@ -269,7 +256,7 @@ impl PtrRing {
         if lag < self.hdr.config.batch {
             return;
         }
-        if lag <= SHORT_CLEAR {
+        if lag <= inline_up_to {
             self.clear_inline(tail, new_head);
         } else {
             self.invalidate(tail, new_head);

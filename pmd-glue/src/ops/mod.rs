@@ -108,13 +108,8 @@ unsafe fn enqueue_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
-    // caller's own (as in `enqueue`).
-    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
-        return 0;
-    }
-    // SAFETY: forwarded DPDK arguments.
-    unsafe { enqueue_slow(mp, objs, n) }
+    // SAFETY: forwarded from `enqueue`.
+    unsafe { put_direct(mp, objs, n, core, lcore) }
 }
 
 /// [`enqueue_direct`] of one object: the bulk length a constant, so the
@@ -126,13 +121,26 @@ unsafe fn enqueue_one_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // SAFETY: DPDK passes one valid object pointer; the lcore id as in
-    // `enqueue_direct`.
-    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, 1)) } {
+    // SAFETY: forwarded from `enqueue`, which passes one object.
+    unsafe { put_direct(mp, objs, 1, core, lcore) }
+}
+
+/// The body of [`enqueue_direct`] and [`enqueue_one_direct`].
+#[inline(always)]
+unsafe fn put_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
+    // caller's own (as in `enqueue`).
+    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.
-    unsafe { enqueue_slow(mp, objs, 1) }
+    unsafe { enqueue_slow(mp, objs, n) }
 }
 
 /// Every enqueue the inlined fast path did not take: more than 8 objects, a
@@ -200,16 +208,8 @@ unsafe fn dequeue_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
-    // `enqueue`.
-    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
-        // SAFETY: `dequeue` attached this pool's zone; a pool is not freed
-        // while a get on it runs.
-        unsafe { zone::header_of(mp) }.clear_trailing_failures();
-        return 0;
-    }
-    // SAFETY: forwarded DPDK arguments.
-    unsafe { dequeue_slow(mp, objs, n) }
+    // SAFETY: forwarded from `dequeue`.
+    unsafe { get_direct(mp, objs, n, core, lcore) }
 }
 
 /// [`dequeue_direct`] of one object (see [`enqueue_one_direct`]).
@@ -220,15 +220,29 @@ unsafe fn dequeue_one_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // SAFETY: DPDK passes room for one object pointer; the lcore id as in
+    // SAFETY: forwarded from `dequeue`, which asks for one object.
+    unsafe { get_direct(mp, objs, 1, core, lcore) }
+}
+
+/// The body of [`dequeue_direct`] and [`dequeue_one_direct`].
+#[inline(always)]
+unsafe fn get_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
     // `enqueue`.
-    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, 1)) } {
-        // SAFETY: as in `dequeue_direct`.
+    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
+        // SAFETY: `dequeue` attached this pool's zone; a pool is not freed
+        // while a get on it runs.
         unsafe { zone::header_of(mp) }.clear_trailing_failures();
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.
-    unsafe { dequeue_slow(mp, objs, 1) }
+    unsafe { dequeue_slow(mp, objs, n) }
 }
 
 /// Every dequeue the inlined fast path did not serve: more than 8 objects, a
