@@ -197,10 +197,10 @@ fn burst_takes_what_is_there() {
 }
 
 /// Producers and consumers on separate threads, bulk sizes 1..=64, every
-/// object delivered exactly once (per-object counters).
-fn stress(producers: usize, consumers: usize, total: usize) {
-    const CAP: usize = 4096;
-    let r = Arc::new(HeapRing::with_capacity(CAP).unwrap());
+/// object delivered exactly once (per-object counters) and no null handed
+/// out. A ring of capacity `cap`.
+fn stress(producers: usize, consumers: usize, total: usize, cap: usize) {
+    let r = Arc::new(HeapRing::with_capacity(cap).unwrap());
     let delivered: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());
     let consumed = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -242,6 +242,7 @@ fn stress(producers: usize, consumers: usize, total: usize) {
                     r.dequeue_burst(&mut out[..1])
                 };
                 for &o in &out[..n] {
+                    assert!(!o.is_null(), "a null object handed out");
                     let prev = delivered[idx(o)].fetch_add(1, Ordering::Relaxed);
                     assert_eq!(prev, 0, "object {} delivered twice", idx(o));
                 }
@@ -270,7 +271,7 @@ fn stress_2p2c_every_object_exactly_once() {
     } else {
         10_000_000
     };
-    stress(2, 2, total);
+    stress(2, 2, total, 4096);
 }
 
 #[test]
@@ -280,7 +281,22 @@ fn stress_1p1c_every_object_exactly_once() {
     } else {
         2_000_000
     };
-    stress(1, 1, total);
+    stress(1, 1, total, 4096);
+}
+
+/// A ring about as large as the biggest bulk, so that producers keep
+/// finding it nearly full: the room check of every bulk then reads slots
+/// that consumers have just cleared (two at a time where slot stores are
+/// paired), and bulks of every length start and end on both halves of a
+/// pair.
+#[test]
+fn stress_small_ring_2p2c_every_object_exactly_once() {
+    let total = if cfg!(debug_assertions) {
+        100_000
+    } else {
+        3_000_000
+    };
+    stress(2, 2, total, 100);
 }
 
 /// `len` is a snapshot: one object circulates through a 4-slot ring

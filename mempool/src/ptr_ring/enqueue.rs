@@ -2,7 +2,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{any_null, fill_run};
+use super::runs::{any_null, fill_run, paired_with_previous};
 use super::{PtrRing, RingError};
 use crate::sync::{Ordering, SpinGuard};
 
@@ -83,7 +83,17 @@ impl PtrRing {
         // below. One load for the whole bulk. Slots are only ever filled by
         // the producer side, so a slot read free stays free until we fill
         // it.
-        if self.slot(p.wrapping_add(n - 1)).load(Ordering::Acquire) != 0 {
+        let last = self.slot(p.wrapping_add(n - 1));
+        if last.load(Ordering::Acquire) != 0 {
+            return Err(RingError::NoSpace { requested: n });
+        }
+        // A paired clear (`clear_run`) may show its upper half before its
+        // lower one: the lower, ours too (`n >= 2`), must be free as well
+        // (Acquire: as above), or a late half of the clear could land after
+        // our fill.
+        if paired_with_previous(last)
+            && self.slot(p.wrapping_add(n - 2)).load(Ordering::Acquire) != 0
+        {
             return Err(RingError::NoSpace { requested: n });
         }
         let (a, b) = self.runs(p, n);

@@ -7,9 +7,20 @@ use crate::sync::{AtomicUsize, Ordering};
 
 /// Whether any of `objs` is null: one OR over the bulk, no branch per
 /// object (two vector operations per two pointers with SSE4.1's 64-bit
-/// compare, the handler's x86-64-v2 baseline).
+/// compare, the handler's x86-64-v2 baseline; four per eight pointers with
+/// AVX2 where the CPU has it, for bulks of at least 16).
 #[inline(always)]
 pub(super) fn any_null(objs: &[*mut c_void]) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    if objs.len() >= 16 && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { any_null_avx2(objs) };
+    }
+    any_null_scalar(objs)
+}
+
+#[inline(always)]
+fn any_null_scalar(objs: &[*mut c_void]) -> bool {
     // Eight at a time, so that the vector loop carries four independent
     // accumulators per iteration.
     let mut c = objs.chunks_exact(8);
@@ -20,10 +31,75 @@ pub(super) fn any_null(objs: &[*mut c_void]) -> bool {
     z | c.remainder().iter().fold(false, |z, o| z | o.is_null())
 }
 
-/// Fills the slots of `run` with `objs` (same length), in sequence order,
-/// eight at a time. Each store is Release and pairs with the Acquire loads in
+/// [`any_null`] with 256-bit compares: eight pointers per two compares
+/// (each reading memory directly) and two ORs. In `asm!` because the
+/// compiler, tuned for the x86-64-v2 baseline, splits unaligned 256-bit
+/// loads in two. Reads only the caller's slice (no shared memory).
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[target_feature(enable = "avx2")]
+unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
+    let octets = objs.len() / 8;
+    let found: u8;
+    // SAFETY: octet `k` covers pointers `8k..8k + 8`, inside `objs` for
+    // `k < octets`; unaligned reads of the caller's own pointer words.
+    // The vector registers used are declared clobbered; `vzeroupper` leaves
+    // no dirty upper state behind.
+    unsafe {
+        core::arch::asm!(
+            "vpxor ymm0, ymm0, ymm0",
+            "vpxor ymm1, ymm1, ymm1",
+            "test {k}, {k}",
+            "jz 3f",
+            "2:",
+            "vpcmpeqq ymm2, ymm0, [{s}]",
+            "vpcmpeqq ymm3, ymm0, [{s} + 32]",
+            "vpor ymm1, ymm1, ymm2",
+            "vpor ymm1, ymm1, ymm3",
+            "add {s}, 64",
+            "dec {k}",
+            "jnz 2b",
+            "3:",
+            "vptest ymm1, ymm1",
+            "setnz {f}",
+            "vzeroupper",
+            s = inout(reg) objs.as_ptr() => _,
+            k = inout(reg) octets => _,
+            f = out(reg_byte) found,
+            out("ymm0") _,
+            out("ymm1") _,
+            out("ymm2") _,
+            out("ymm3") _,
+            options(nostack, readonly),
+        );
+    }
+    found != 0 || any_null_scalar(&objs[octets * 8..])
+}
+
+/// Whether slot stores go two slots at a time (`fill_run`, `clear_run`):
+/// then the two halves of one 16-byte store may become visible to another
+/// CPU in either order, and a side that learns from the last slot of its
+/// range that the whole range is ready must also check that slot's partner
+/// ([`paired_with_previous`]). Plain 8-byte stores everywhere under loom and
+/// Miri, and off x86-64.
+pub(super) const PAIRED_STORES: bool = cfg!(all(target_arch = "x86_64", not(loom), not(miri)));
+
+/// Whether `slot` is the upper half of a 16-byte pair that `fill_run` or
+/// `clear_run` may write with one store (its partner is the slot before
+/// it). Pairs never straddle runs: the first slot of the slot array is
+/// 16-byte aligned, so it is never an upper half.
+#[inline(always)]
+pub(super) fn paired_with_previous(slot: &AtomicUsize) -> bool {
+    PAIRED_STORES && (slot as *const AtomicUsize as usize) & 15 == 8
+}
+
+/// Fills the slots of `run` with `objs` (same length), in sequence order.
+/// Each store is Release and pairs with the Acquire loads in
 /// `dequeue_bulk`, `dequeue_burst` and `is_empty`: an object's contents and
 /// every earlier fill are visible to whoever sees its pointer.
+#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
 #[inline(always)]
 pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
     debug_assert_eq!(run.len(), objs.len());
@@ -41,11 +117,91 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
     }
 }
 
+/// Fills the slots of `run` with `objs` (same length), in sequence order,
+/// the aligned pairs with one 16-byte store each (half the stores of
+/// slot-by-slot; a ring's fills and clears are store-bound in big bulks).
+///
+/// Why this is sound: the stores are made in `asm!`, which Rust treats as
+/// unknown code that may access the slots the way the abstract machine
+/// allows: here as two 8-byte atomic Release stores per pair, in
+/// unspecified order between the two halves. x86-64 gives that: stores
+/// become visible in program order (TSO), so they are Release; an aligned
+/// 16-byte `movdqa` is one atomic access on every CPU with AVX (Intel's
+/// and AMD's manuals), and older CPUs split it into its two aligned
+/// quadwords, each atomic. The one thing weaker than slot-by-slot is thus
+/// the order *within* a pair: readers that rely on the sequence order check
+/// the partner of their last slot too ([`paired_with_previous`]), so the
+/// ring needs no more than the quadword atomicity. The asm block is also a
+/// compiler barrier (it may touch any memory), so nothing moves across it.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[inline(always)]
+pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
+    debug_assert_eq!(run.len(), objs.len());
+    let n = run.len().min(objs.len());
+    let (lead, pairs, last) = pair_split(&run[..n]);
+    if lead {
+        // Release: see above; the first slot alone, up to a 16-byte boundary.
+        run[0].store(objs[0] as usize, Ordering::Release);
+    }
+    if pairs > 0 {
+        let i = usize::from(lead);
+        // SAFETY: slots `i..i + 2 * pairs` are inside `run` and pointers
+        // `i..i + 2 * pairs` inside `objs`; the destination is 16-byte
+        // aligned (`pair_split`, slots are 8 bytes). The stores are atomic
+        // Release stores per slot (see above); the loads read the caller's
+        // own slice.
+        unsafe {
+            core::arch::asm!(
+                "test {q}, {q}",
+                "jz 3f",
+                "2:",
+                "movdqu {x0}, [{s}]",
+                "movdqu {x1}, [{s} + 16]",
+                "movdqu {x2}, [{s} + 32]",
+                "movdqu {x3}, [{s} + 48]",
+                "movdqa [{d}], {x0}",
+                "movdqa [{d} + 16], {x1}",
+                "movdqa [{d} + 32], {x2}",
+                "movdqa [{d} + 48], {x3}",
+                "add {s}, 64",
+                "add {d}, 64",
+                "dec {q}",
+                "jnz 2b",
+                "3:",
+                "test {r}, {r}",
+                "jz 5f",
+                "4:",
+                "movdqu {x0}, [{s}]",
+                "movdqa [{d}], {x0}",
+                "add {s}, 16",
+                "add {d}, 16",
+                "dec {r}",
+                "jnz 4b",
+                "5:",
+                s = inout(reg) objs.as_ptr().add(i) => _,
+                d = inout(reg) run.as_ptr().add(i) => _,
+                q = inout(reg) pairs / 4 => _,
+                r = inout(reg) pairs % 4 => _,
+                x0 = out(xmm_reg) _,
+                x1 = out(xmm_reg) _,
+                x2 = out(xmm_reg) _,
+                x3 = out(xmm_reg) _,
+                options(nostack),
+            );
+        }
+    }
+    if last {
+        // Release: see above; the last slot alone.
+        run[n - 1].store(objs[n - 1] as usize, Ordering::Release);
+    }
+}
+
 /// Copies the (filled) slots of `run` into `out` (same length), four at a
 /// time, with plain (non-atomic) reads that the compiler may widen to
 /// vector loads. That is race-free: every write to these slots
-/// happens-before the caller's Acquire load of the bulk's last slot (the
-/// fills, through the Release fill of that slot, in sequence order; older
+/// happens-before the caller's Acquire loads of the bulk's last slot and,
+/// for a paired fill, its partner (`PtrRing::filled_through`: the fills, in
+/// sequence order; older
 /// writes through the locks), and none can follow until the caller, who
 /// holds the consumer side, clears them (a producer writes only slots it
 /// reads as null). Concurrent atomic *loads* (`is_empty`, `len`) are reads
@@ -87,11 +243,11 @@ pub(super) fn copy_run(run: &[AtomicUsize], out: &mut [*mut c_void]) {
     }
 }
 
-/// Clears the slots of `run` in sequence order, four at a time. Release
-/// pairs with the Acquire slot loads of the producer's room check (which
-/// relies on the order, see `PtrRing::enqueue_bulk`) and of `is_empty`
-/// (whoever sees a null also sees the `head` store that precedes it in
-/// `PtrRing::consume`).
+/// Clears the slots of `run` in sequence order. Release pairs with the
+/// Acquire slot loads of the producer's room check (which relies on the
+/// order, see `PtrRing::enqueue_bulk`) and of `is_empty` (whoever sees a
+/// null also sees the `head` store that precedes it in `PtrRing::consume`).
+#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
 #[inline(always)]
 pub(super) fn clear_run(run: &[AtomicUsize]) {
     let mut d = run.chunks_exact(4);
@@ -106,6 +262,72 @@ pub(super) fn clear_run(run: &[AtomicUsize]) {
         // Release: as above.
         d.store(0, Ordering::Release);
     }
+}
+
+/// Clears the slots of `run` in sequence order, the aligned pairs with one
+/// 16-byte store each, sound for the reasons given at the vector
+/// `fill_run`: per slot an atomic Release store of 0, the order within a
+/// pair unspecified (the producer's room check looks at the partner of its
+/// last slot). Release pairs as in the slot-by-slot version.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[inline(always)]
+pub(super) fn clear_run(run: &[AtomicUsize]) {
+    let (lead, pairs, last) = pair_split(run);
+    if lead {
+        // Release: see above.
+        run[0].store(0, Ordering::Release);
+    }
+    if pairs > 0 {
+        let i = usize::from(lead);
+        // SAFETY: slots `i..i + 2 * pairs` are inside `run`, 16-byte
+        // aligned (`pair_split`); atomic Release stores of 0 per slot (see
+        // above).
+        unsafe {
+            core::arch::asm!(
+                "xorps {z}, {z}",
+                "test {q}, {q}",
+                "jz 3f",
+                "2:",
+                "movaps [{d}], {z}",
+                "movaps [{d} + 16], {z}",
+                "movaps [{d} + 32], {z}",
+                "movaps [{d} + 48], {z}",
+                "add {d}, 64",
+                "dec {q}",
+                "jnz 2b",
+                "3:",
+                "test {r}, {r}",
+                "jz 5f",
+                "4:",
+                "movaps [{d}], {z}",
+                "add {d}, 16",
+                "dec {r}",
+                "jnz 4b",
+                "5:",
+                d = inout(reg) run.as_ptr().add(i) => _,
+                q = inout(reg) pairs / 4 => _,
+                r = inout(reg) pairs % 4 => _,
+                z = out(xmm_reg) _,
+                options(nostack),
+            );
+        }
+    }
+    if last {
+        // Release: see above.
+        run[run.len() - 1].store(0, Ordering::Release);
+    }
+}
+
+/// How paired stores cover `run`, in sequence order: whether its first slot
+/// goes alone (it does not start on a 16-byte boundary), how many aligned
+/// pairs follow it, and whether a last slot is left alone after them.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[inline(always)]
+fn pair_split(run: &[AtomicUsize]) -> (bool, usize, bool) {
+    let n = run.len();
+    let lead = n > 0 && (run.as_ptr() as usize) & 15 != 0;
+    let pairs = (n - usize::from(lead)) / 2;
+    (lead, pairs, usize::from(lead) + 2 * pairs < n)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -131,6 +353,51 @@ mod tests {
                 let mut with = objs.clone();
                 with[k] = core::ptr::null_mut();
                 assert!(any_null(&with), "null at {k} of {n}");
+            }
+        }
+    }
+
+    /// Fills and clears of every length from every start, on both sides of
+    /// a 16-byte boundary (the paired stores' edge cases): exactly the run's
+    /// slots change, each to its own object, in a slot array that starts
+    /// 16-byte aligned as a ring's does.
+    #[test]
+    fn fill_and_clear_touch_exactly_their_run() {
+        #[repr(align(64))]
+        struct Slots([AtomicUsize; 48]);
+        const GUARD: usize = 0xdead;
+        for start in 0..4 {
+            for n in 0..40 {
+                let slots = Slots(core::array::from_fn(|_| AtomicUsize::new(GUARD)));
+                let run = &slots.0[start..start + n];
+                let objs: Vec<*mut c_void> =
+                    (0..n).map(|i| (0x1000 + 8 * i) as *mut c_void).collect();
+                fill_run(run, &objs);
+                for (i, s) in slots.0.iter().enumerate() {
+                    let want = if (start..start + n).contains(&i) {
+                        0x1000 + 8 * (i - start)
+                    } else {
+                        GUARD
+                    };
+                    assert_eq!(
+                        s.load(Ordering::Relaxed),
+                        want,
+                        "fill {start}+{n}, slot {i}"
+                    );
+                }
+                clear_run(run);
+                for (i, s) in slots.0.iter().enumerate() {
+                    let want = if (start..start + n).contains(&i) {
+                        0
+                    } else {
+                        GUARD
+                    };
+                    assert_eq!(
+                        s.load(Ordering::Relaxed),
+                        want,
+                        "clear {start}+{n}, slot {i}"
+                    );
+                }
             }
         }
     }
