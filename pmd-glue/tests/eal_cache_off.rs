@@ -135,4 +135,47 @@ fn a_pool_of_n_serves_n_gets_whoever_freed_them() {
     assert_eq!(unsafe { sys::rte_mempool_avail_count(mp) }, N);
     // SAFETY: every object is back.
     unsafe { sys::rte_mempool_free(mp) };
+
+    // Freed without flushing lcore 1's cache: DPDK's take-back (every
+    // object once, from this lcore) cannot reach the objects there. The
+    // free line says every object came back, how many sit in the caches,
+    // and that hold - release is short by exactly that many.
+    let mp = pool("co_cache32_unflushed", Some(&cfg));
+    // SAFETY: as above.
+    assert!(unsafe { ptr_ring_flush_lcore_cache(mp, 0) } > 0);
+    on_lcore_1(mp);
+    // SAFETY: a live pool.
+    assert_eq!(unsafe { sys::rte_mempool_avail_count(mp) }, N);
+    // SAFETY: every object is back; lcore 1 is idle.
+    let ((), log) = capture_log(|| unsafe { sys::rte_mempool_free(mp) });
+    let line = log
+        .lines()
+        .find(|l| l.contains("pool co_cache32_unflushed freed: every object returned, "))
+        .unwrap_or_else(|| panic!("no free line naming the cached objects; log:\n{log}"));
+    let in_caches = number_after(line, "returned, ");
+    assert!(
+        (1..=32).contains(&in_caches),
+        "between 1 and 32 objects left in lcore 1's cache: {line}"
+    );
+    let (hold, release) = (
+        number_after(line, "(hold "),
+        number_after(line, ", release "),
+    );
+    assert_eq!(
+        (release as u32).wrapping_sub(hold as u32),
+        in_caches as u32,
+        "release - hold is the cached count: {line}"
+    );
+}
+
+/// The decimal number right after the first `word` in `line`.
+fn number_after(line: &str, word: &str) -> u64 {
+    let rest = &line[line
+        .find(word)
+        .unwrap_or_else(|| panic!("no {word:?} in {line}"))
+        + word.len()..];
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {word:?} in {line}"))
 }

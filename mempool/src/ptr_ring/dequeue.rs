@@ -4,7 +4,7 @@
 use core::ffi::c_void;
 
 use super::runs::{clear_run, copy_run, paired_with_previous};
-use super::{PtrRing, RingError, SHORT_CLEAR};
+use super::{PtrRing, RingError};
 use crate::sync::{AtomicUsize, Ordering, SpinGuard};
 
 impl PtrRing {
@@ -80,7 +80,7 @@ impl PtrRing {
             return Err(RingError::NotEnough { requested: n });
         }
         Self::copy_out(self.runs(h, n), out);
-        self.consume(h.wrapping_add(n), SHORT_CLEAR);
+        self.consume(h.wrapping_add(n), false);
         Ok(())
     }
 
@@ -114,14 +114,15 @@ impl PtrRing {
         // Every clear inline: before this dequeue `head - tail < batch`, so
         // a due range is exactly `batch` slots long, and a call to
         // `invalidate` would make every caller save registers around it.
-        self.consume(h.wrapping_add(1), usize::MAX);
+        self.consume(h.wrapping_add(1), true);
         Some(obj as *mut c_void)
     }
 
     /// Clears `[tail, head)` (at least one slot) in sequence order, as
-    /// [`invalidate`](PtrRing::invalidate) does, in a plain inline loop with
-    /// no call: short invalidations (single objects, small batches) then
-    /// cost their callers no stack frame. Consumer side held.
+    /// [`invalidate`](PtrRing::invalidate) does, one slot at a time in a
+    /// loop that is not unrolled: the single-object dequeue, whose due
+    /// range is one batch, then stays a leaf function with no stack frame.
+    /// Consumer side held.
     #[inline(always)]
     fn clear_inline(&self, tail: usize, head: usize) {
         // Relaxed: only the consumer side reads `tail`, and we hold it.
@@ -248,19 +249,19 @@ impl PtrRing {
             }
         };
         if got > 0 {
-            self.consume(h.wrapping_add(got), SHORT_CLEAR);
+            self.consume(h.wrapping_add(got), false);
         }
         got
     }
 
-    /// Publishes the new head, then invalidates a batch when due: inline
-    /// (`clear_inline`) when the range is at most `inline_up_to` slots,
-    /// else out of line (`invalidate`). Callers pass a constant, so only
-    /// one of the two is compiled in where the choice is known.
+    /// Publishes the new head, then invalidates a batch when due: with the
+    /// plain loop of `clear_inline` after a single-object dequeue (`single`,
+    /// a constant at each caller), which keeps that path a leaf function,
+    /// else with the paired stores of `invalidate`.
     /// Called by the consumer side (lock held or single consumer) after
     /// reading every slot in `[old head, new_head)`.
     #[inline(always)]
-    fn consume(&self, new_head: usize, inline_up_to: usize) {
+    fn consume(&self, new_head: usize, single: bool) {
         // Release pairs with the Acquire head load in `len`/`is_empty`. It is
         // stored before any slot is cleared: see `is_empty`.
         self.hdr.consumer.head.store(new_head, Ordering::Release);
@@ -271,7 +272,7 @@ impl PtrRing {
         if lag < self.hdr.config.batch {
             return;
         }
-        if lag <= inline_up_to {
+        if single {
             self.clear_inline(tail, new_head);
         } else {
             self.invalidate(tail, new_head);
@@ -285,9 +286,7 @@ impl PtrRing {
     /// producer spinning on a full ring polls is written last; a mempool's
     /// ring holds every object of its pool and is never polled full. The
     /// range is at most `batch - 1 + capacity <= slots` long.
-    // Out of line: it runs once per batch, and inlined its loops would
-    // cost every dequeue a stack frame.
-    #[inline(never)]
+    #[inline(always)]
     fn invalidate(&self, tail: usize, head: usize) {
         let (a, b) = self.runs(tail, head.wrapping_sub(tail));
         clear_run(a);

@@ -101,10 +101,6 @@ pub const DEFAULT_BATCH: usize = 16;
 /// Below this capacity the ring clears every consumed slot at once (batch 1),
 /// so that small rings do not pay for the lag.
 pub const BATCH_MIN_CAPACITY: usize = 64;
-/// Invalidations of at most this many slots after a bulk dequeue run inline
-/// in `consume`; longer ones out of line (their unrolled loops would cost
-/// every dequeue a stack frame). Single-object dequeues always clear inline.
-const SHORT_CLEAR: usize = 2;
 /// Largest capacity accepted (slots are indexed by `usize`, sizes are powers of two).
 pub const MAX_CAPACITY: usize = 1 << 30;
 
