@@ -32,21 +32,25 @@ fn any_null_scalar(objs: &[*mut c_void]) -> bool {
 }
 
 /// [`any_null`] with 256-bit compares: eight pointers per two compares
-/// (each reading memory directly) and two ORs. In `asm!` because the
-/// compiler, tuned for the x86-64-v2 baseline, splits unaligned 256-bit
-/// loads in two. Reads only the caller's slice (no shared memory).
+/// (each reading memory directly) and two ORs. In `asm!`, inline in the
+/// caller with no call: a `target_feature` function could not be inlined
+/// into the x86-64-v2 code around it, and the compiler, tuned for that
+/// baseline, splits unaligned 256-bit loads in two. Reads only the caller's
+/// slice (no shared memory).
 ///
 /// # Safety
 /// The CPU supports AVX2.
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-#[target_feature(enable = "avx2")]
+#[inline(always)]
 unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
     let octets = objs.len() / 8;
     let found: u8;
     // SAFETY: octet `k` covers pointers `8k..8k + 8`, inside `objs` for
     // `k < octets`; unaligned reads of the caller's own pointer words.
-    // The vector registers used are declared clobbered; `vzeroupper` leaves
-    // no dirty upper state behind.
+    // Registers 0-3 are declared clobbered by their low halves (the
+    // surrounding code is not compiled for AVX, so it keeps nothing in the
+    // upper halves, and every vector register is caller-saved in the SysV
+    // ABI); `vzeroupper` leaves no dirty upper state behind.
     unsafe {
         core::arch::asm!(
             "vpxor ymm0, ymm0, ymm0",
@@ -68,10 +72,10 @@ unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
             s = inout(reg) objs.as_ptr() => _,
             k = inout(reg) octets => _,
             f = out(reg_byte) found,
-            out("ymm0") _,
-            out("ymm1") _,
-            out("ymm2") _,
-            out("ymm3") _,
+            out("xmm0") _,
+            out("xmm1") _,
+            out("xmm2") _,
+            out("xmm3") _,
             options(nostack, readonly),
         );
     }
