@@ -103,13 +103,26 @@ fn cache_off_fast_paths_follow_the_shutdown_state() {
 }
 
 #[test]
-fn only_lcores_with_a_cache_slot_and_no_validation_take_the_fast_path() {
+fn callers_without_a_slot_take_the_shared_counters_and_validation_none() {
     let pool = populated_pool(cfg(0), 0);
-    let mut out = [null_mut(); 1];
-    // SAFETY: one thread; ids without a slot are refused...
-    assert!(!unsafe { pool.try_get_direct(4, &mut out) });
+    let mut out = [null_mut(); 3];
+    // SAFETY: one thread. Ids without a cache slot (past `max_lcores`, or
+    // a non-EAL thread's `u32::MAX`) are served, counted on the shared
+    // hold/release counters as `get` would count them...
+    assert!(unsafe { pool.try_get_direct(4, &mut out[..1]) });
     // SAFETY: as above.
-    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out) });
+    assert!(unsafe { pool.try_get_direct(u32::MAX, &mut out[1..]) });
+    assert_eq!(pool.inflight(), 3);
+    assert_eq!(pool.ring().len(), 61);
+    // SAFETY: as above; returned by another id without a slot.
+    assert!(unsafe { pool.try_put_direct(u32::MAX, &out) });
+    assert_eq!(pool.inflight(), 0);
+    assert_exactly_once(&pool);
+    // ...and refused once the pool drains, as `get` refuses them.
+    let mut m = CountingMapper::default();
+    pool.begin_drain(0, &mut m).unwrap();
+    // SAFETY: one thread.
+    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out[..1]) });
     let validating = populated_pool(
         PoolConfig {
             validate: true,
@@ -117,9 +130,13 @@ fn only_lcores_with_a_cache_slot_and_no_validation_take_the_fast_path() {
         },
         0,
     );
-    // SAFETY: ...and so is every call in validation mode.
-    assert!(!unsafe { validating.try_get_direct(0, &mut out) });
-    assert_eq!(pool.inflight(), 0);
+    // SAFETY: one thread; every call in validation mode takes the checked
+    // path, with or without a slot.
+    assert!(!unsafe { validating.try_get_direct(0, &mut out[..1]) });
+    // SAFETY: as above.
+    assert!(!unsafe { validating.try_get_direct(u32::MAX, &mut out[..1]) });
+    // SAFETY: as above.
+    assert!(!unsafe { validating.try_put_direct(u32::MAX, &out[..1]) });
     assert_eq!(validating.inflight(), 0);
 }
 

@@ -6,6 +6,7 @@
 use core::ffi::c_void;
 
 use super::PoolCore;
+use crate::inflight;
 use crate::lcore_cache::LcoreCache;
 use crate::shutdown::PoolState;
 
@@ -23,7 +24,7 @@ impl PoolCore {
     }
 
     /// Whether the handler cache is off (`cache_size == 0`): the fast paths
-    /// of an lcore with a cache slot are then
+    /// are then
     /// [`try_get_direct`](PoolCore::try_get_direct) /
     /// [`try_put_direct`](PoolCore::try_put_direct), straight to the ring.
     #[inline(always)]
@@ -76,10 +77,12 @@ impl PoolCore {
     }
 
     /// With the handler cache off: takes `out.len()` objects straight from
-    /// the ring for an lcore with a cache slot (validation off), counted on
-    /// the lcore's own line, with no shared write beyond the ring's. Returns
-    /// `false`, having changed nothing, where [`get`](PoolCore::get) must
-    /// decide (and report): a draining pool, too few objects, no slot.
+    /// the ring (validation off), counted on the lcore's own line, with no
+    /// shared write beyond the ring's; for a caller without a cache slot (a
+    /// non-EAL thread), on the shared hold counter, as `get` counts it.
+    /// Returns `false`, having changed nothing, where
+    /// [`get`](PoolCore::get) must decide (and report): a draining pool, too
+    /// few objects, validation mode.
     ///
     /// Meant for pools where [`is_direct`](PoolCore::is_direct) holds (the
     /// caller checks it once to choose its path); with the handler cache on
@@ -90,7 +93,7 @@ impl PoolCore {
     #[inline(always)]
     pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
         let Some(c) = self.fast_cache(lcore) else {
-            return false;
+            return self.try_get_shared(out);
         };
         if self.shutdown.state() != PoolState::Active {
             return false;
@@ -125,11 +128,13 @@ impl PoolCore {
         }
     }
 
-    /// With the handler cache off: puts `objs` straight into the ring for an
-    /// lcore with a cache slot (validation off), counted on the lcore's own
-    /// line. Returns `false`, having changed nothing, where
+    /// With the handler cache off: puts `objs` straight into the ring
+    /// (validation off), counted on the lcore's own line, or on the shared
+    /// release counter for a caller without a cache slot. Returns `false`,
+    /// having changed nothing, where
     /// [`put`](PoolCore::put) must decide (and report): a released pool, a
-    /// null object, a ring without room (more objects back than went out).
+    /// null object, a ring without room (more objects back than went out),
+    /// validation mode.
     ///
     /// Meant for direct pools, as
     /// [`try_get_direct`](PoolCore::try_get_direct).
@@ -139,7 +144,7 @@ impl PoolCore {
     #[inline(always)]
     pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
         let Some(c) = self.fast_cache(lcore) else {
-            return false;
+            return self.try_put_shared(objs);
         };
         if self.shutdown.state() == PoolState::Released {
             return false;
@@ -156,6 +161,38 @@ impl PoolCore {
         // The last touch of the pool: once the count is visible a
         // concurrent deferred release may free it (see `Shutdown`).
         c.count_release(objs.len());
+        true
+    }
+
+    /// [`try_get_direct`](PoolCore::try_get_direct) for a caller without a
+    /// cache slot (a non-EAL thread, an lcore id past `max_lcores`): what
+    /// `get` would do for it (the ring, the shared hold counter), without
+    /// the checked entry. `false` in validation mode and wherever `get`
+    /// must decide.
+    #[inline(always)]
+    fn try_get_shared(&self, out: &mut [*mut c_void]) -> bool {
+        if self.hdr.validate || self.shutdown.state() != PoolState::Active {
+            return false;
+        }
+        if self.ring().dequeue_bulk(out).is_err() {
+            return false;
+        }
+        inflight::shared_add(&self.any.hold, out.len());
+        true
+    }
+
+    /// [`try_put_direct`](PoolCore::try_put_direct) for a caller without a
+    /// cache slot, as [`try_get_shared`](PoolCore::try_get_shared).
+    #[inline(always)]
+    fn try_put_shared(&self, objs: &[*mut c_void]) -> bool {
+        if self.hdr.validate || self.shutdown.state() == PoolState::Released {
+            return false;
+        }
+        if self.ring().enqueue_bulk(objs).is_err() {
+            return false;
+        }
+        // The last touch of the pool (see `try_put_direct`).
+        inflight::shared_add(&self.any.release, objs.len());
         true
     }
 }

@@ -143,9 +143,10 @@ unsafe fn put_direct(
     unsafe { enqueue_slow(mp, objs, n) }
 }
 
-/// Every enqueue the inlined fast path did not take: more than 8 objects, a
-/// full or closed cache,
-/// a caller without an lcore id, validation mode, or a pool that is not ours.
+/// Every enqueue the fast paths did not take: with the handler cache on,
+/// more than 8 objects, a full or closed cache or a caller without an lcore
+/// id; with it off, a released pool or a ring without room; validation
+/// mode; a pool that is not ours.
 #[inline(never)]
 unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
     // SAFETY: DPDK passes its own mempool.
@@ -245,9 +246,10 @@ unsafe fn get_direct(
     unsafe { dequeue_slow(mp, objs, n) }
 }
 
-/// Every dequeue the inlined fast path did not serve: more than 8 objects, a
-/// refill, a caller
-/// without an lcore id, validation mode, or a pool that is not ours.
+/// Every dequeue the fast paths did not serve: with the handler cache on,
+/// more than 8 objects, a refill or a caller without an lcore id; with it
+/// off, a draining pool or too few objects; validation mode; a pool that is
+/// not ours.
 #[inline(never)]
 unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
     // SAFETY: DPDK passes its own mempool.
