@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{clear_run, copy_run, paired_with_previous};
+use super::runs::{clear_run, copy_run};
 use super::{PtrRing, RingError};
 use crate::sync::{AtomicUsize, Ordering, SpinGuard};
 
@@ -76,7 +76,7 @@ impl PtrRing {
         // happen-before this load. `n <= capacity` keeps `h + n - 1` clear
         // of the previous lap's consumed-but-not-invalidated slots
         // (`head - tail < batch`, `slots >= capacity + batch - 1`).
-        if !self.filled_through(h, n) {
+        if !self.reads_through(h, n, true) {
             return Err(RingError::NotEnough { requested: n });
         }
         Self::copy_out(self.runs(h, n), out);
@@ -144,22 +144,6 @@ impl PtrRing {
                 break;
             }
         }
-    }
-
-    /// Whether slots `[h, h + n)` (`1 <= n <= capacity`, consumer side
-    /// held) are all filled, from their last slot: fills happen in
-    /// sequence order, so the last one being full means all are, and their
-    /// fills happen-before this check. A paired fill (`fill_run`) may show
-    /// its upper half first, so then the lower half is checked too.
-    #[inline(always)]
-    fn filled_through(&self, h: usize, n: usize) -> bool {
-        let last = self.slot(h.wrapping_add(n - 1));
-        // Acquire (both loads) pairs with the Release fills in `fill_run`
-        // / `produce_one`.
-        last.load(Ordering::Acquire) != 0
-            && (n < 2
-                || !paired_with_previous(last)
-                || self.slot(h.wrapping_add(n - 2)).load(Ordering::Acquire) != 0)
     }
 
     /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
@@ -232,7 +216,7 @@ impl PtrRing {
         // `enqueue_one`. As in `dequeue_bulk`: `max <= capacity`, so a full
         // last slot means the whole range is filled and visible; then copy
         // it without a test per slot.
-        let got = if self.filled_through(h, max) {
+        let got = if self.reads_through(h, max, true) {
             Self::copy_out(runs, &mut out[..max]);
             max
         } else {

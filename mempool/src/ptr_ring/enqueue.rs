@@ -2,7 +2,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{any_null, fill_run, paired_with_previous};
+use super::runs::{any_null, fill_run};
 use super::{PtrRing, RingError};
 use crate::sync::{Ordering, SpinGuard};
 
@@ -74,26 +74,14 @@ impl PtrRing {
         // previous writer happens-before us (the producer lock we hold, or
         // the single-producer contract).
         let p = self.hdr.producer.seq.load(Ordering::Relaxed);
-        // Acquire pairs with the Release clears in `clear_inline` and
-        // `clear_run` (through `invalidate`). Clears
-        // happen in sequence order (one consumer at a time, each clearing
-        // its range first to last, each invalidation happening-before the
-        // next), so the last slot of the bulk being free means every slot
-        // of it is, and every one of those clears happens-before our fills
-        // below. One load for the whole bulk. Slots are only ever filled by
-        // the producer side, so a slot read free stays free until we fill
-        // it.
-        let last = self.slot(p.wrapping_add(n - 1));
-        if last.load(Ordering::Acquire) != 0 {
-            return Err(RingError::NoSpace { requested: n });
-        }
-        // A paired clear (`clear_run`) may show its upper half before its
-        // lower one: the lower, ours too (`n >= 2`), must be free as well
-        // (Acquire: as above), or a late half of the clear could land after
-        // our fill.
-        if paired_with_previous(last)
-            && self.slot(p.wrapping_add(n - 2)).load(Ordering::Acquire) != 0
-        {
+        // Clears happen in sequence order (one consumer at a time, each
+        // clearing its range first to last, each invalidation
+        // happening-before the next), so the bulk's last slot (with its
+        // pair partner, see `reads_through`) being free means every slot of
+        // it is, and every one of those clears happens-before our fills
+        // below. Slots are only ever filled by the producer side, so a slot
+        // read free stays free until we fill it.
+        if !self.reads_through(p, n, false) {
             return Err(RingError::NoSpace { requested: n });
         }
         let (a, b) = self.runs(p, n);

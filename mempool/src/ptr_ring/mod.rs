@@ -386,6 +386,26 @@ impl PtrRing {
         unsafe { &*self.slots.as_ptr().add(seq & self.hdr.config.mask) }
     }
 
+    /// Whether every slot of sequence numbers `[start, start + n)`
+    /// (`1 <= n <= slots`) reads full (`full`) or free (`!full`), judged
+    /// from the last one: fills and clears each happen in sequence order,
+    /// so the last slot of a range speaks for the whole range. A paired
+    /// store (`fill_run`, `clear_run`) may show its upper half before its
+    /// lower one, so where the last slot is an upper half its partner
+    /// (inside the range when `n >= 2`) is read too. Acquire (both loads)
+    /// pairs with the Release fills (`fill_run`, `produce_one`) or clears
+    /// (`clear_run`, `clear_inline`): whoever acts on the range sees every
+    /// write that made it read so.
+    #[inline(always)]
+    fn reads_through(&self, start: usize, n: usize, full: bool) -> bool {
+        let reads = |s: &AtomicUsize| (s.load(Ordering::Acquire) != 0) == full;
+        let last = self.slot(start.wrapping_add(n - 1));
+        reads(last)
+            && (n < 2
+                || !runs::paired_with_previous(last)
+                || reads(self.slot(start.wrapping_add(n - 2))))
+    }
+
     /// The slots of sequence numbers `[seq, seq + n)` as at most two
     /// contiguous runs: up to the end of the slot array, then from its start
     /// (empty unless the range wraps). Every caller has `n <= slots`

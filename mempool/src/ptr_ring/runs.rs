@@ -204,7 +204,7 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
 /// time, with plain (non-atomic) reads that the compiler may widen to
 /// vector loads. That is race-free: every write to these slots
 /// happens-before the caller's Acquire loads of the bulk's last slot and,
-/// for a paired fill, its partner (`PtrRing::filled_through`: the fills, in
+/// for a paired fill, its partner (`PtrRing::reads_through`: the fills, in
 /// sequence order; older
 /// writes through the locks), and none can follow until the caller, who
 /// holds the consumer side, clears them (a producer writes only slots it
