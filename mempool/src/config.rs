@@ -8,7 +8,8 @@
 //! 0               PoolCore header (config + magic, shared counters, chunk
 //!                 table header, DMA header, shutdown state, validation
 //!                 counters; each group on its own cache lines)
-//! ring_offset     PtrRing header + slots, capacity = objects (its read-only
+//! ring_offset     (a constant: right after the header, aligned)
+//!                 PtrRing header + slots, capacity = objects (its read-only
 //!                 config carries the single-producer/consumer flags)
 //! caches_offset   max_lcores × lcore cache (padded header + cache_size slots)
 //! chunks_offset   max_chunks × chunk record
@@ -217,8 +218,8 @@ impl PoolConfig {
             max: MAX_CAPACITY,
         })?;
 
-        let header = crate::pool::HEADER_BYTES;
-        let ring_offset = header.next_multiple_of(ring.align());
+        // A constant: the fast paths reach the ring without loading it.
+        let ring_offset = crate::pool::RING_OFFSET;
         let lcore_stride = lcore_cache::stride(cache_size);
         let caches_offset = (ring_offset + ring.bytes()).next_multiple_of(lcore_cache::CACHE_ALIGN);
         let chunks_offset = (caches_offset + lcore_stride * self.max_lcores as usize)

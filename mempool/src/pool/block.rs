@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Header, PoolCore, HEADER_BYTES, POOL_MAGIC};
+use super::{Header, PoolCore, HEADER_BYTES, POOL_MAGIC, RING_OFFSET};
 use crate::config::PoolLayout;
 use crate::dma::{Dma, DmaTable};
 use crate::error::PoolError;
@@ -69,7 +69,6 @@ impl PoolCore {
                 },
                 caches_offset: layout.caches_offset,
                 lcore_stride: layout.lcore_stride,
-                ring_offset: layout.ring_offset,
                 direct: layout.cache_size() == 0,
                 validate: cfg.validate,
                 layout: *layout,
@@ -196,11 +195,11 @@ impl PoolCore {
     #[inline(always)]
     pub fn ring(&self) -> &PtrRing {
         // SAFETY: `init` placed an initialised ring of `ring.slots` slots
-        // at `ring_offset`; it lives as long as the pool, and `base` has
+        // at `RING_OFFSET`; it lives as long as the pool, and `base` has
         // the whole block's provenance.
         unsafe {
             PtrRing::from_raw(
-                NonNull::new_unchecked(self.base().add(self.hdr.ring_offset).cast_mut()),
+                NonNull::new_unchecked(self.base().add(RING_OFFSET).cast_mut()),
                 self.hdr.layout.ring.slots(),
             )
         }
@@ -249,7 +248,7 @@ impl PoolCore {
         let ring_slots = self.ring().slots();
         // SAFETY: all written by `init`; the caller guarantees no further use.
         unsafe {
-            crate::ptr_ring::drop_in_place(base.add(self.hdr.ring_offset), ring_slots);
+            crate::ptr_ring::drop_in_place(base.add(RING_OFFSET), ring_slots);
             for i in 0..self.hdr.max_lcores {
                 LcoreCache::drop_in_place(
                     base.add(self.hdr.caches_offset + i * self.hdr.lcore_stride),

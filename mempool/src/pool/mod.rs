@@ -74,7 +74,10 @@ use crate::shutdown::Shutdown;
 use crate::sync::AtomicU64;
 use crate::validation::Validator;
 
-const POOL_MAGIC: u64 = 0x7072_5f70_6f6f_6c31; // "pr_pool1"
+/// Names the block's format: changed with the header's layout, so that a
+/// process with another build refuses the pool (`NotAPool`) on the checked
+/// path instead of misreading it.
+const POOL_MAGIC: u64 = 0x7072_5f70_6f6f_6c32; // "pr_pool2"
 
 /// Read-only after `init`: everything the fast path needs, on one line.
 #[repr(C)]
@@ -88,7 +91,6 @@ struct Header {
     fast_lcores: usize,
     caches_offset: usize,
     lcore_stride: usize,
-    ring_offset: usize,
     /// The handler cache is off (`cache_size == 0`): the inlined fast
     /// paths of an EAL lcore go straight to the ring.
     direct: bool,
@@ -157,6 +159,12 @@ pub const HEADER_BYTES: usize =
 pub(crate) const HEADER_ALIGN: usize = core::mem::align_of::<CachePadded<Header>>();
 
 const _: () = assert!(HEADER_BYTES.is_multiple_of(HEADER_ALIGN));
+
+/// Offset of the ring in every pool's block, right after the header: a
+/// constant, so that the fast paths reach the ring with no load of an
+/// offset first (one dependent load fewer between a callback's entry and
+/// the ring's lock).
+pub(crate) const RING_OFFSET: usize = HEADER_BYTES.next_multiple_of(crate::ptr_ring::ALIGN);
 
 // SAFETY: shared mutable state is atomic, or written under the chunk table's
 // lock (records, published by a Release store), or owned by one lcore

@@ -1,7 +1,7 @@
 //! [`RingLayout`]: a ring's size, shape and synchronisation mode, computed
 //! before any memory exists.
 
-use super::{RingHeader, BATCH_MIN_CAPACITY, DEFAULT_BATCH, HEADER_BYTES, MAX_CAPACITY};
+use super::{ALIGN, BATCH_MIN_CAPACITY, DEFAULT_BATCH, HEADER_BYTES, MAX_CAPACITY};
 use crate::sync::AtomicUsize;
 
 /// Size, shape and synchronisation mode of a ring, computed before any memory
@@ -116,7 +116,7 @@ impl RingLayout {
         }
         let slots = (capacity + batch - 1).next_power_of_two();
         // Rounded up to the alignment: a `&PtrRing` covers its padded size.
-        let align = core::mem::align_of::<RingHeader>();
+        let align = ALIGN;
         let bytes =
             (HEADER_BYTES + slots * core::mem::size_of::<AtomicUsize>()).next_multiple_of(align);
         Some(RingLayout {

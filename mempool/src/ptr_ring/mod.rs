@@ -199,6 +199,9 @@ struct RingHeader {
 /// number of padded lines, so the slots follow it with no gap).
 pub(crate) const HEADER_BYTES: usize = core::mem::size_of::<RingHeader>();
 
+/// Alignment of every ring's memory ([`RingLayout::align`]).
+pub(crate) const ALIGN: usize = core::mem::align_of::<RingHeader>();
+
 /// The ring: its header, then `slots` slot words, in the caller's memory.
 /// Holds no pointers, so every process that maps the memory can use it.
 ///
