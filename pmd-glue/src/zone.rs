@@ -30,8 +30,13 @@ pub struct ZoneHeader {
     _pad: u32,
     /// Bytes of the core block.
     pub core_bytes: u64,
-    /// Failed single gets since the last success: at `free`, the objects
-    /// the mempool library could not take back (see `ops::free`).
+    /// Failed gets since the last success: at `free`, the objects the
+    /// mempool library could not take back (see `ops::free`). A get that
+    /// fails for lack of objects starts a new run when the ring moved since
+    /// the previous failure (see [`ZoneHeader::count_get_failure`]), so
+    /// the cache-off fast paths, whose every success moves the ring, need
+    /// not touch it; the handler cache's fast paths reset it (see
+    /// [`ZoneHeader::clear_trailing_failures`]).
     pub trailing_get_failures: AtomicU64,
     /// Gets that failed for lack of objects, ever.
     pub get_failures: AtomicU64,
@@ -41,6 +46,8 @@ pub struct ZoneHeader {
     /// the same token and acts only on the pool whose zone holds it (see
     /// `port`).
     pub release_token: AtomicU64,
+    /// The ring's `(enqueued, dequeued)` totals at the last failed get.
+    fail_mark: [AtomicU64; 2],
 }
 
 const _: () = assert!(core::mem::size_of::<ZoneHeader>() == HEADER_BYTES);
@@ -56,6 +63,44 @@ impl ZoneHeader {
         if self.trailing_get_failures.load(Ordering::Relaxed) != 0 {
             self.trailing_get_failures.store(0, Ordering::Relaxed);
         }
+    }
+
+    /// Counts a get that failed for lack of objects, the ring's totals
+    /// being `ring_totals` (`PtrRing::totals`): the run of trailing
+    /// failures goes on if the ring has not moved since the previous
+    /// failure, and restarts at one if it has (an object went in or out
+    /// in between, so the earlier failures were not trailing).
+    pub fn count_get_failure(&self, ring_totals: (usize, usize)) {
+        self.get_failures.fetch_add(1, Ordering::Relaxed);
+        let now = [ring_totals.0 as u64, ring_totals.1 as u64];
+        if self.ring_still_at_mark(ring_totals) {
+            self.trailing_get_failures.fetch_add(1, Ordering::Relaxed);
+        } else {
+            for (m, v) in self.fail_mark.iter().zip(now) {
+                m.store(v, Ordering::Relaxed);
+            }
+            self.trailing_get_failures.store(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The failed gets since the last success, the ring's totals being
+    /// `ring_totals` now: the count of the last run of failures if the ring
+    /// has not moved since it, else 0 (a cache-off get or put since then
+    /// moved it, and ended the run).
+    pub fn trailing_failures(&self, ring_totals: (usize, usize)) -> u64 {
+        if self.ring_still_at_mark(ring_totals) {
+            // Relaxed: as in `count_get_failure`.
+            self.trailing_get_failures.load(Ordering::Relaxed)
+        } else {
+            0
+        }
+    }
+
+    /// Whether the ring's totals are those of the last failed get.
+    fn ring_still_at_mark(&self, (enqueued, dequeued): (usize, usize)) -> bool {
+        // Relaxed: statistics and a hint, as `clear_trailing_failures`.
+        self.fail_mark[0].load(Ordering::Relaxed) == enqueued as u64
+            && self.fail_mark[1].load(Ordering::Relaxed) == dequeued as u64
     }
 }
 
@@ -127,6 +172,7 @@ pub unsafe fn create(
             trailing_get_failures: AtomicU64::new(0),
             get_failures: AtomicU64::new(0),
             release_token: AtomicU64::new(0),
+            fail_mark: [AtomicU64::new(0), AtomicU64::new(0)],
         });
         let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), &layout);
         // Release pairs with the Acquire load in `attach`.
@@ -234,19 +280,6 @@ pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
     }
 }
 
-/// The header of a zone that [`attach_fast`] (or [`attach`]) has just
-/// accepted for `mp`, without checking it again.
-///
-/// # Safety
-/// `mp` is a live mempool whose `pool_data` is one of our zones, and the
-/// zone outlives `'a` (as for [`attach`]).
-#[inline(always)]
-pub unsafe fn header_of<'a>(mp: *const sys::rte_mempool) -> &'a ZoneHeader {
-    // SAFETY: the caller's contract: `pool_data` points at a live
-    // initialised zone, whose header is at its start.
-    unsafe { &*(*mp).__bindgen_anon_1.pool_data.cast::<ZoneHeader>() }
-}
-
 /// Frees the zone of pool `pool_name`.
 pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
     let name = zone_name(pool_name)?;
@@ -307,5 +340,40 @@ mod tests {
         );
         let e = zone_name(&"p".repeat(MAX_POOL_NAME + 1)).unwrap_err();
         assert!(e.to_string().contains("up to 25 characters"), "{e}");
+    }
+
+    fn header() -> ZoneHeader {
+        ZoneHeader {
+            magic: 0,
+            creator_ops_index: 0,
+            _pad: 0,
+            core_bytes: 0,
+            trailing_get_failures: AtomicU64::new(0),
+            get_failures: AtomicU64::new(0),
+            release_token: AtomicU64::new(0),
+            fail_mark: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+
+    #[test]
+    fn trailing_failures_end_when_the_ring_moves() {
+        let h = header();
+        assert_eq!(h.trailing_failures((0, 0)), 0);
+        for _ in 0..3 {
+            h.count_get_failure((10, 5));
+        }
+        assert_eq!(h.trailing_failures((10, 5)), 3);
+        // A put (or a get) since: the run is over, whether or not another
+        // failure follows.
+        assert_eq!(h.trailing_failures((11, 5)), 0);
+        assert_eq!(h.trailing_failures((10, 6)), 0);
+        h.count_get_failure((11, 5));
+        assert_eq!(h.trailing_failures((11, 5)), 1);
+        // A success the ring does not see (a handler-cache hit) clears it.
+        h.clear_trailing_failures();
+        assert_eq!(h.trailing_failures((11, 5)), 0);
+        h.count_get_failure((11, 5));
+        assert_eq!(h.trailing_failures((11, 5)), 1);
+        assert_eq!(h.get_failures.load(Ordering::Relaxed), 5);
     }
 }

@@ -176,11 +176,38 @@ fn leak_report() {
     drop(kept); // raw pointers into freed memory: never touched again.
 }
 
+/// A run of failed gets, then every mbuf back through the cache-off fast
+/// paths alone (which leave the failure hint alone: they move the ring),
+/// then free: the earlier failures must not be reported as lost objects.
+fn failures_before_a_full_return() {
+    let pool = MbufPool::create(
+        "exh_trail",
+        64,
+        0,
+        sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+        -1,
+    )
+    .expect("create exh_trail");
+    let held: Vec<Mbuf> = (0..64).map(|_| pool.alloc().expect("alloc")).collect();
+    for _ in 0..3 {
+        assert!(pool.alloc().is_none(), "exh_trail: the pool is empty");
+    }
+    drop(held);
+    let s = conserved(&pool, "exh_trail all back");
+    assert_eq!(s.inflight, 0);
+    let ((), log) = capture_log(|| drop(pool));
+    assert!(
+        log.contains("PTR_RING: pool exh_trail freed: every object returned"),
+        "exh_trail: free must report every object returned; log:\n{log}"
+    );
+}
+
 #[test]
 fn eal_exhaustion() {
     init_eal(&eal_args("eal_exhaustion", "0"));
     exhaust(0);
     exhaust(32);
     leak_report();
+    failures_before_a_full_return();
     eprintln!("test: eal_exhaustion OK");
 }

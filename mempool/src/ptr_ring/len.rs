@@ -39,6 +39,35 @@ impl PtrRing {
         }
     }
 
+    /// Objects ever enqueued and dequeued, `(enqueued, dequeued)`, each
+    /// wrapping at `usize::MAX`: every successful enqueue or dequeue
+    /// advances one of them, so two equal readings mean that none happened
+    /// in between (the two counters are read one after the other, not as
+    /// one snapshot).
+    ///
+    /// # Examples
+    /// ```
+    /// use core::ffi::c_void;
+    /// use mempool::HeapRing;
+    ///
+    /// let ring = HeapRing::with_capacity(4)?;
+    /// let obj = core::ptr::NonNull::<u64>::dangling().as_ptr().cast::<c_void>();
+    /// ring.enqueue_bulk(&[obj, obj])?;
+    /// let mut out = [core::ptr::null_mut(); 1];
+    /// ring.dequeue_bulk(&mut out)?;
+    /// assert_eq!(ring.totals(), (2, 1));
+    /// # Ok::<(), mempool::RingError>(())
+    /// ```
+    #[inline]
+    pub fn totals(&self) -> (usize, usize) {
+        // Relaxed: each counter's own value is all the caller compares;
+        // no other memory is read on the strength of it.
+        (
+            self.hdr.producer.seq.load(Ordering::Relaxed),
+            self.hdr.consumer.head.load(Ordering::Relaxed),
+        )
+    }
+
     /// Number of objects in the ring. Exact when no operation is in
     /// progress; under concurrency a count the ring really held (an enqueue
     /// in progress counts as done) at an instant during the call, so never

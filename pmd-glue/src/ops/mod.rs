@@ -63,9 +63,11 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
 /// the direct path (single objects apart, so that each is a leaf function).
 /// Everything else goes through [`enqueue_slow`].
 ///
-/// The trailing-failure hint is cleared before the put: once the last
-/// buffer is back a deferred release may free the zone, so the put must be
-/// our last touch of it.
+/// With the handler cache on, the trailing-failure hint is cleared before
+/// the put: once the last buffer is back a deferred release may free the
+/// zone, so the put must be our last touch of it. With it off, the hint is
+/// left alone: a put moves the ring, which ends a run of failures by itself
+/// (`ZoneHeader::count_get_failure`).
 unsafe extern "C" fn enqueue(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
@@ -74,7 +76,6 @@ unsafe extern "C" fn enqueue(
     guard("enqueue", || {
         // SAFETY: DPDK passes its own mempool.
         if let Some(z) = unsafe { zone::attach_fast(mp) } {
-            z.header.clear_trailing_failures();
             // The caller's own lcore id: DPDK's one thread per lcore rule
             // makes it the owner of that lcore's cache and counters.
             let lcore = sys::lcore_id();
@@ -85,6 +86,7 @@ unsafe extern "C" fn enqueue(
                     (true, 1) => return enqueue_one_direct(mp, objs, z.core, lcore),
                     (true, _) => return enqueue_direct(mp, objs, n, z.core, lcore),
                     (false, _) => {
+                        z.header.clear_trailing_failures();
                         let objs = core::slice::from_raw_parts(objs, n as usize);
                         if z.core.try_put_cached(lcore, objs) {
                             return 0;
@@ -237,9 +239,8 @@ unsafe fn get_direct(
     // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
     // `enqueue`.
     if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
-        // SAFETY: `dequeue` attached this pool's zone; a pool is not freed
-        // while a get on it runs.
-        unsafe { zone::header_of(mp) }.clear_trailing_failures();
+        // No `clear_trailing_failures`: the get moved the ring, which ends
+        // a run of failures (see `ZoneHeader::count_get_failure`).
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.
@@ -278,11 +279,7 @@ fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_
         log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
         pool_errno(&e)
     } else if let PoolError::Exhausted { .. } = e {
-        // Relaxed: statistics.
-        z.header.get_failures.fetch_add(1, Ordering::Relaxed);
-        z.header
-            .trailing_get_failures
-            .fetch_add(1, Ordering::Relaxed);
+        z.header.count_get_failure(z.core.ring().totals());
         log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
         pool_errno(&e)
     } else {

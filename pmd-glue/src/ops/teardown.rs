@@ -1,8 +1,6 @@
 //! Pool release (`ops->free`): the zone goes, after one line saying how
 //! many objects never came back.
 
-use std::sync::atomic::Ordering;
-
 use dpdk_sys as sys;
 use mempool::HoldRelease;
 
@@ -101,10 +99,9 @@ fn missing_objects(z: &zone::Zone<'_>, st: &mempool::PoolStats) -> i64 {
     // could; the failures at the end are the objects that never came back.
     // Objects still in the handler caches of other lcores were out of the
     // freeing lcore's reach but are not lost.
-    // Relaxed: written by this thread's take-back loop (see
+    // Written by this thread's take-back loop (see
     // `ZoneHeader::trailing_get_failures`).
     z.header
-        .trailing_get_failures
-        .load(Ordering::Relaxed)
+        .trailing_failures(z.core.ring().totals())
         .saturating_sub(st.in_caches as u64) as i64
 }
