@@ -25,7 +25,7 @@
 use core::fmt;
 
 use crate::error::PoolError;
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Default delay between two polls while draining (the kernel's 1 s).
 pub const DEFAULT_RETRY_PERIOD_NS: u64 = 1_000_000_000;
@@ -123,11 +123,22 @@ pub struct ShutdownStats {
     pub releases: u32,
 }
 
+/// Index of the cache-off get path's bound in `Shutdown::direct_bound`.
+pub(crate) const GET_BOUND: usize = 0;
+/// Index of the cache-off put path's bound.
+pub(crate) const PUT_BOUND: usize = 1;
+
 /// The state machine's shared state, in the pool header.
 #[repr(C)]
 pub(crate) struct Shutdown {
     state: AtomicU32,
     releases: AtomicU32,
+    /// The lcore ids below which the cache-off fast paths may get (put):
+    /// the pool's `fast_lcores` while it is active (until it is released),
+    /// 0 from then on, set to 0 before the state leaves `Active`
+    /// (becomes `Released`). One bound check on those paths stands for the
+    /// caller's cache slot, validation mode and the state together.
+    direct_bounds: [AtomicUsize; 2],
     /// When draining began (ns, caller's clock).
     drain_start: AtomicU64,
     /// When the next warning is due.
@@ -148,10 +159,11 @@ pub(crate) struct Shutdown {
 }
 
 impl Shutdown {
-    pub(crate) fn new(retry_period: u64, warn_period: u64) -> Shutdown {
+    pub(crate) fn new(retry_period: u64, warn_period: u64, fast_lcores: usize) -> Shutdown {
         Shutdown {
             state: AtomicU32::new(PoolState::Active as u32),
             releases: AtomicU32::new(0),
+            direct_bounds: [AtomicUsize::new(fast_lcores), AtomicUsize::new(fast_lcores)],
             drain_start: AtomicU64::new(0),
             next_warn: AtomicU64::new(0),
             waits: AtomicU64::new(0),
@@ -201,6 +213,15 @@ impl Shutdown {
         self.freed.with_mut(|f| unsafe { *f = true });
     }
 
+    /// The bound of the cache-off get (`GET_BOUND`) or put (`PUT_BOUND`)
+    /// fast path: a caller whose lcore id is below it may take that path.
+    #[inline(always)]
+    pub(crate) fn direct_bound(&self, which: usize) -> usize {
+        // Acquire pairs with the Release stores in `close` and
+        // `try_release`, as the `state` load does with the CASes there.
+        self.direct_bounds[which].load(Ordering::Acquire)
+    }
+
     /// The current state.
     #[inline]
     pub(crate) fn state(&self) -> PoolState {
@@ -227,6 +248,12 @@ impl Shutdown {
                 _ => to,
             };
             if cur == PoolState::Active {
+                // Before the state leaves `Active`: the bound is never more
+                // permissive than the state. A close that loses the CAS
+                // below loses it to another close, so the pool is closing
+                // either way. Release pairs with the Acquire load in
+                // `direct_bound`.
+                self.direct_bounds[GET_BOUND].store(0, Ordering::Release);
                 // Relaxed: published by the Release half of the CAS below.
                 self.drain_start.store(now, Ordering::Relaxed);
                 self.next_warn
@@ -256,6 +283,11 @@ impl Shutdown {
             if !cur.is_closing() {
                 return false;
             }
+            // Before the state becomes `Released`, as in `close`: a closing
+            // pool never reopens, so if the CAS below fails the next try
+            // (or another caller's) releases it. Release pairs with the
+            // Acquire load in `direct_bound`.
+            self.direct_bounds[PUT_BOUND].store(0, Ordering::Release);
             // AcqRel: the winner's later unmaps and the caller's free come
             // after every put it counted; pairs with the Acquire in `state`.
             if self

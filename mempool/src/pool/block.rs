@@ -59,14 +59,15 @@ impl PoolCore {
         // and the tables at their offsets. Each header field is written in
         // place through the raw pointer.
         unsafe {
+            let fast_lcores = if cfg.validate {
+                0
+            } else {
+                cfg.max_lcores as usize
+            };
             core::ptr::addr_of_mut!((*p).hdr).write(CachePadded::new(Header {
                 magic: AtomicU64::new(0),
                 max_lcores: cfg.max_lcores as usize,
-                fast_lcores: if cfg.validate {
-                    0
-                } else {
-                    cfg.max_lcores as usize
-                },
+                fast_lcores,
                 caches_offset: layout.caches_offset,
                 lcore_stride: layout.lcore_stride,
                 direct: layout.cache_size() == 0,
@@ -86,6 +87,7 @@ impl PoolCore {
             core::ptr::addr_of_mut!((*p).shutdown).write(CachePadded::new(Shutdown::new(
                 cfg.retry_period_ns,
                 cfg.warn_period_ns,
+                fast_lcores,
             )));
             core::ptr::addr_of_mut!((*p).validator_hdr).write(Validator::new(
                 layout.bitmap_words,

@@ -8,7 +8,7 @@ use core::ffi::c_void;
 use super::PoolCore;
 use crate::inflight;
 use crate::lcore_cache::LcoreCache;
-use crate::shutdown::PoolState;
+use crate::shutdown::{PoolState, GET_BOUND, PUT_BOUND};
 
 impl PoolCore {
     /// [`cache`](PoolCore::cache) for the inlined fast paths: `None` also in
@@ -20,6 +20,22 @@ impl PoolCore {
             return None;
         }
         // SAFETY: `i < fast_lcores <= max_lcores`.
+        Some(unsafe { self.cache_at(i) })
+    }
+
+    /// The counters' slot of `lcore` for the cache-off fast paths, `None`
+    /// past the bound `which` of `Shutdown::direct_bound`: a caller
+    /// without a slot, validation mode, and a pool past the state that path
+    /// serves (gets: `Active`; puts: until `Released`), all in one check.
+    /// The caller then takes the path for callers without a slot, which
+    /// checks the state itself.
+    #[inline(always)]
+    fn direct_slot(&self, lcore: u32, which: usize) -> Option<&LcoreCache> {
+        let i = lcore as usize;
+        if i >= self.shutdown.direct_bound(which) {
+            return None;
+        }
+        // SAFETY: the bound is 0 or `fast_lcores <= max_lcores`.
         Some(unsafe { self.cache_at(i) })
     }
 
@@ -92,12 +108,9 @@ impl PoolCore {
     /// As for [`get`](PoolCore::get).
     #[inline(always)]
     pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
-        let Some(c) = self.fast_cache(lcore) else {
+        let Some(c) = self.direct_slot(lcore, GET_BOUND) else {
             return out.len() == 1 && self.get_one_shared(out);
         };
-        if self.shutdown.state() != PoolState::Active {
-            return false;
-        }
         let ring = self.ring();
         if out.len() == 1 {
             let Some(obj) = ring.dequeue_one() else {
@@ -143,12 +156,9 @@ impl PoolCore {
     /// As for [`put`](PoolCore::put).
     #[inline(always)]
     pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
-        let Some(c) = self.fast_cache(lcore) else {
+        let Some(c) = self.direct_slot(lcore, PUT_BOUND) else {
             return objs.len() == 1 && self.put_one_shared(objs[0]);
         };
-        if self.shutdown.state() == PoolState::Released {
-            return false;
-        }
         let ring = self.ring();
         let ok = if objs.len() == 1 {
             ring.enqueue_one(objs[0]).is_ok()
