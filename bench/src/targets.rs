@@ -25,9 +25,10 @@ impl Target {
 
     /// Met when the median ratio reaches the target (and, for a target
     /// above 1.0x, the 95% interval excludes 1.0: `ptr_ring` is shown to be
-    /// faster); a `>= 1.0x` target also counts as met "within noise" when the
-    /// interval contains 1.0 and the median is within [`NOISE`] of 1.0 (a
-    /// wide interval around a low median is no evidence of equality).
+    /// faster). A `>= 1.0x` target whose median falls short is "equal within
+    /// noise" (reported as such, not counted as met) when the interval
+    /// contains 1.0 and the median is within [`NOISE`] of 1.0 (a wide
+    /// interval around a low median is no evidence of equality).
     pub fn verdict(&self, p: &Paired) -> Verdict {
         if p.median >= self.min_ratio {
             if self.min_ratio > 1.0 && p.contains_one() {
@@ -62,7 +63,7 @@ impl Verdict {
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Met => "met",
-            Verdict::WithinNoise => "met (within noise: CI contains 1.0)",
+            Verdict::WithinNoise => "equal within noise (CI contains 1.0; not counted as met)",
             Verdict::NotShown => "**not shown** (median reaches it, CI contains 1.0)",
             Verdict::Missed => "**missed**",
         }

@@ -64,7 +64,7 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
             _ => String::new(),
         })
         .x_label_formatter(&|x| format!("{x:.1}x"))
-        .x_desc("green: met; amber: met within noise; red: missed or not shown; grey: control (DPDK's cache served everything) or no target")
+        .x_desc("green: met; amber: equal within noise (not met); red: missed or not shown; grey: control (DPDK's cache served everything) or no target")
         .draw()
         .map_err(|e| err(&e))?;
     let y = |i: u32, f: f64| -> SegmentValue<u32> {

@@ -158,7 +158,7 @@ fn targets(w: &mut String, d: &Data, svg_name: Option<&str>) {
     let count = |v: Verdict| rows.iter().filter(|(_, c)| c.verdict == Some(v)).count();
     let _ = writeln!(
         w,
-        "\n{} targets met, {} met within noise, {} not shown (median reaches the target, CI contains 1.0), {} missed.\n",
+        "\n{} targets met, {} equal within noise (not counted as met), {} not shown (median reaches the target, CI contains 1.0), {} missed.\n",
         count(Verdict::Met),
         count(Verdict::WithinNoise),
         count(Verdict::NotShown),
