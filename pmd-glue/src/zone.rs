@@ -18,7 +18,11 @@ use crate::{ffi, ops};
 
 /// Memzone name prefix of our pools.
 pub const ZONE_PREFIX: &str = "PR_";
-const ZONE_MAGIC: u64 = 0x5054_525f_5a4f_4e45; // "PTR_ZONE"
+/// Names the format of the zone and of the pool block behind it, and
+/// changes with either: the fast path checks this word alone, so a process
+/// running another build of the handler finds no zone of its own format
+/// (and reports it) rather than misreading one.
+const ZONE_MAGIC: u64 = 0x5054_525f_5a4f_4e32; // "PTR_ZON2"
 const HEADER_BYTES: usize = 128;
 
 /// Start of every pool's memzone.
