@@ -210,11 +210,23 @@ impl PoolCore {
     /// The cache of `lcore`, or `None` for an id without one.
     #[inline(always)]
     pub(super) fn cache(&self, lcore: u32) -> Option<&LcoreCache> {
+        // SAFETY: the bound is `max_lcores` itself.
+        unsafe { self.cache_below(lcore, self.hdr.max_lcores) }
+    }
+
+    /// The cache of `lcore` if its id is below `bound`, else `None`: the
+    /// one bound check of [`cache`](PoolCore::cache) and of the fast paths,
+    /// which pass a tighter bound (validation mode, shutdown).
+    ///
+    /// # Safety
+    /// `bound <= max_lcores`.
+    #[inline(always)]
+    pub(super) unsafe fn cache_below(&self, lcore: u32, bound: usize) -> Option<&LcoreCache> {
         let i = lcore as usize;
-        if i >= self.hdr.max_lcores {
+        if i >= bound {
             return None;
         }
-        // SAFETY: just checked.
+        // SAFETY: `i < bound <= max_lcores` (caller).
         Some(unsafe { self.cache_at(i) })
     }
 

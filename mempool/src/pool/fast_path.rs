@@ -15,12 +15,8 @@ impl PoolCore {
     /// validation mode (every operation must then take the checked path).
     #[inline(always)]
     fn fast_cache(&self, lcore: u32) -> Option<&LcoreCache> {
-        let i = lcore as usize;
-        if i >= self.hdr.fast_lcores {
-            return None;
-        }
-        // SAFETY: `i < fast_lcores <= max_lcores`.
-        Some(unsafe { self.cache_at(i) })
+        // SAFETY: `fast_lcores <= max_lcores`.
+        unsafe { self.cache_below(lcore, self.hdr.fast_lcores) }
     }
 
     /// The counters' slot of `lcore` for the cache-off fast paths, `None`
@@ -31,12 +27,8 @@ impl PoolCore {
     /// checks the state itself.
     #[inline(always)]
     fn direct_slot(&self, lcore: u32, which: usize) -> Option<&LcoreCache> {
-        let i = lcore as usize;
-        if i >= self.shutdown.direct_bound(which) {
-            return None;
-        }
         // SAFETY: the bound is 0 or `fast_lcores <= max_lcores`.
-        Some(unsafe { self.cache_at(i) })
+        unsafe { self.cache_below(lcore, self.shutdown.direct_bound(which)) }
     }
 
     /// Whether the handler cache is off (`cache_size == 0`): the fast paths
