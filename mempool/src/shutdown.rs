@@ -60,6 +60,20 @@ impl PoolState {
     pub fn is_closing(self) -> bool {
         matches!(self, PoolState::Draining | PoolState::Orphaned)
     }
+
+    /// Whether a pool in this state hands objects out: only while active
+    /// (page_pool's rule: gets stop first).
+    #[inline(always)]
+    pub fn serves_gets(self) -> bool {
+        self == PoolState::Active
+    }
+
+    /// Whether a pool in this state takes objects back: until it is
+    /// released (late returns of a draining pool are what it waits for).
+    #[inline(always)]
+    pub fn takes_puts(self) -> bool {
+        self != PoolState::Released
+    }
 }
 
 impl fmt::Display for PoolState {
@@ -134,10 +148,11 @@ pub(crate) struct Shutdown {
     state: AtomicU32,
     releases: AtomicU32,
     /// The lcore ids below which the cache-off fast paths may get (put):
-    /// the pool's `fast_lcores` while it is active (until it is released),
-    /// 0 from then on, set to 0 before the state leaves `Active`
-    /// (becomes `Released`). One bound check on those paths stands for the
-    /// caller's cache slot, validation mode and the state together.
+    /// the pool's `fast_lcores` while its state
+    /// [`serves_gets`](PoolState::serves_gets)
+    /// ([`takes_puts`](PoolState::takes_puts)), 0 from then on, set to 0
+    /// before the state changes. One bound check on those paths stands for
+    /// the caller's cache slot, validation mode and the state together.
     direct_bounds: [AtomicUsize; 2],
     /// When draining began (ns, caller's clock).
     drain_start: AtomicU64,

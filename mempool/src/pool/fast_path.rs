@@ -8,7 +8,7 @@ use core::ffi::c_void;
 use super::PoolCore;
 use crate::inflight;
 use crate::lcore_cache::LcoreCache;
-use crate::shutdown::{PoolState, GET_BOUND, PUT_BOUND};
+use crate::shutdown::{GET_BOUND, PUT_BOUND};
 
 impl PoolCore {
     /// [`cache`](PoolCore::cache) for the inlined fast paths: `None` also in
@@ -176,7 +176,7 @@ impl PoolCore {
     /// (measured: 30 instructions more per bulk of 32).
     #[inline(always)]
     fn get_one_shared(&self, out: &mut [*mut c_void]) -> bool {
-        if self.hdr.validate || self.shutdown.state() != PoolState::Active {
+        if self.hdr.validate || !self.shutdown.state().serves_gets() {
             return false;
         }
         let Some(obj) = self.ring().dequeue_one() else {
@@ -191,7 +191,7 @@ impl PoolCore {
     /// caller without a cache slot, as [`get_one_shared`](PoolCore::get_one_shared).
     #[inline(always)]
     fn put_one_shared(&self, obj: *mut c_void) -> bool {
-        if self.hdr.validate || self.shutdown.state() == PoolState::Released {
+        if self.hdr.validate || !self.shutdown.state().takes_puts() {
             return false;
         }
         if self.ring().enqueue_one(obj).is_err() {

@@ -117,7 +117,7 @@ impl PoolCore {
     /// Put without a cache: straight to the ring, shared counter.
     #[inline(never)]
     fn put_ring(&self, objs: &[*mut c_void]) -> Result<(), PoolError> {
-        if self.shutdown.state() == PoolState::Released {
+        if !self.shutdown.state().takes_puts() {
             return Err(self.after_release(objs));
         }
         self.ring()
@@ -135,7 +135,7 @@ impl PoolCore {
     #[inline(never)]
     unsafe fn put_slow(&self, c: &LcoreCache, objs: &[*mut c_void]) -> Result<(), PoolError> {
         let state = self.shutdown.state();
-        if state == PoolState::Released {
+        if !state.takes_puts() {
             return Err(self.after_release(objs));
         }
         let ring = self.ring();
@@ -247,7 +247,7 @@ impl PoolCore {
     #[inline(never)]
     fn get_ring(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
         let state = self.shutdown.state();
-        if state != PoolState::Active {
+        if !state.serves_gets() {
             return Err(PoolError::NotActive { state });
         }
         let ring = self.ring();
@@ -263,7 +263,7 @@ impl PoolCore {
     #[inline(never)]
     unsafe fn get_slow(&self, c: &LcoreCache, out: &mut [*mut c_void]) -> Result<(), PoolError> {
         let state = self.shutdown.state();
-        if state != PoolState::Active {
+        if !state.serves_gets() {
             return Err(PoolError::NotActive { state });
         }
         let ring = self.ring();

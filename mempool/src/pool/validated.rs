@@ -7,7 +7,6 @@ use core::ffi::c_void;
 use super::PoolCore;
 use crate::error::PoolError;
 use crate::iova::VirtAddr;
-use crate::shutdown::PoolState;
 use crate::validation::RejectKind;
 
 /// Objects checked per inner put in validation mode (a stack buffer).
@@ -20,7 +19,7 @@ impl PoolCore {
         lcore: u32,
         objs: &[*mut c_void],
     ) -> Result<(), PoolError> {
-        if self.shutdown.state() == PoolState::Released {
+        if !self.shutdown.state().takes_puts() {
             return Err(self.after_release(objs));
         }
         let mut buf = [core::ptr::null_mut::<c_void>(); VALIDATE_BATCH];
