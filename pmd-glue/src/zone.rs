@@ -76,11 +76,10 @@ impl ZoneHeader {
     /// in between, so the earlier failures were not trailing).
     pub fn count_get_failure(&self, ring_totals: (usize, usize)) {
         self.get_failures.fetch_add(1, Ordering::Relaxed);
-        let now = [ring_totals.0 as u64, ring_totals.1 as u64];
         if self.ring_still_at_mark(ring_totals) {
             self.trailing_get_failures.fetch_add(1, Ordering::Relaxed);
         } else {
-            for (m, v) in self.fail_mark.iter().zip(now) {
+            for (m, v) in self.fail_mark.iter().zip(mark_of(ring_totals)) {
                 m.store(v, Ordering::Relaxed);
             }
             self.trailing_get_failures.store(1, Ordering::Relaxed);
@@ -101,11 +100,18 @@ impl ZoneHeader {
     }
 
     /// Whether the ring's totals are those of the last failed get.
-    fn ring_still_at_mark(&self, (enqueued, dequeued): (usize, usize)) -> bool {
-        // Relaxed: statistics and a hint, as `clear_trailing_failures`.
-        self.fail_mark[0].load(Ordering::Relaxed) == enqueued as u64
-            && self.fail_mark[1].load(Ordering::Relaxed) == dequeued as u64
+    fn ring_still_at_mark(&self, ring_totals: (usize, usize)) -> bool {
+        self.fail_mark
+            .iter()
+            .zip(mark_of(ring_totals))
+            // Relaxed: statistics and a hint, as `clear_trailing_failures`.
+            .all(|(m, v)| m.load(Ordering::Relaxed) == v)
     }
+}
+
+/// The ring's `(enqueued, dequeued)` totals as stored in `fail_mark`.
+fn mark_of((enqueued, dequeued): (usize, usize)) -> [u64; 2] {
+    [enqueued as u64, dequeued as u64]
 }
 
 /// A pool's handler state as seen through `mp->pool_data`.
