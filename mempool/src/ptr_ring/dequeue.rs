@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{clear_run, copy_run};
+use super::runs::{clear_run, copy_run, prefetch_for_clear, PREFETCH_FOR_CLEAR_MIN};
 use super::{PtrRing, RingError};
 use crate::sync::{AtomicUsize, Ordering, SpinGuard};
 
@@ -79,7 +79,11 @@ impl PtrRing {
         if !self.reads_through(h, n, true) {
             return Err(RingError::NotEnough { requested: n });
         }
-        Self::copy_out(self.runs(h, n), out);
+        let runs = self.runs(h, n);
+        if n >= PREFETCH_FOR_CLEAR_MIN {
+            Self::prefetch_runs(runs);
+        }
+        Self::copy_out(runs, out);
         self.consume(h.wrapping_add(n), false);
         Ok(())
     }
@@ -144,6 +148,15 @@ impl PtrRing {
                 break;
             }
         }
+    }
+
+    /// [`prefetch_for_clear`] over both runs of a range this consumer is
+    /// about to copy out and clear (only after its last slot read full: a
+    /// dequeue that fails takes no line from a producer).
+    #[inline(always)]
+    fn prefetch_runs((a, b): (&[AtomicUsize], &[AtomicUsize])) {
+        prefetch_for_clear(a);
+        prefetch_for_clear(b);
     }
 
     /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
@@ -217,6 +230,9 @@ impl PtrRing {
         // last slot means the whole range is filled and visible; then copy
         // it without a test per slot.
         let got = if self.reads_through(h, max, true) {
+            if max >= PREFETCH_FOR_CLEAR_MIN {
+                Self::prefetch_runs(runs);
+            }
             Self::copy_out(runs, &mut out[..max]);
             max
         } else {
