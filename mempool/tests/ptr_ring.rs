@@ -126,6 +126,33 @@ fn wrap_around_keeps_fifo_order() {
 }
 
 #[test]
+fn big_bulks_across_the_wrap_keep_fifo_order() {
+    // Dequeues of 64 objects or more take the path that prefetches their
+    // slot lines; ranges of every length from 64 up, at every offset, many
+    // of them split by the end of the slot array.
+    let r = HeapRing::with_capacity(1000).unwrap();
+    let mut next_in = 0;
+    let mut next_out = 0;
+    for round in 0..400 {
+        let k = 64 + (round * 37) % 300;
+        let objs: Vec<_> = (next_in..next_in + k).map(obj).collect();
+        r.enqueue_bulk(&objs).unwrap();
+        next_in += k;
+        let mut out = vec![core::ptr::null_mut(); k];
+        if round % 2 == 0 {
+            r.dequeue_bulk(&mut out).unwrap();
+        } else {
+            assert_eq!(r.dequeue_burst(&mut out), k);
+        }
+        for o in out {
+            assert_eq!(idx(o), next_out);
+            next_out += 1;
+        }
+        assert!(r.is_empty());
+    }
+}
+
+#[test]
 fn bulk_is_all_or_nothing() {
     let r = HeapRing::with_capacity(8).unwrap();
     let objs: Vec<_> = (0..5).map(obj).collect();
