@@ -11,7 +11,7 @@ use crate::sync::{AtomicUsize, Ordering};
 /// AVX2 where the CPU has it, for bulks of at least 16).
 #[inline(always)]
 pub(super) fn any_null(objs: &[*mut c_void]) -> bool {
-    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ring_asm)]
     if objs.len() >= 16 && std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above).
         return unsafe { any_null_avx2(objs) };
@@ -40,7 +40,7 @@ fn any_null_scalar(objs: &[*mut c_void]) -> bool {
 ///
 /// # Safety
 /// The CPU supports AVX2.
-#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ring_asm)]
 #[inline(always)]
 unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
     let octets = objs.len() / 8;
@@ -88,7 +88,7 @@ unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
 /// range that the whole range is ready must also check that slot's partner
 /// ([`paired_with_previous`]). Plain 8-byte stores everywhere under loom and
 /// Miri, and off x86-64.
-pub(super) const PAIRED_STORES: bool = cfg!(all(target_arch = "x86_64", not(loom), not(miri)));
+pub(super) const PAIRED_STORES: bool = cfg!(ring_asm);
 
 /// Whether `slot` is the upper half of a 16-byte pair that `fill_run` or
 /// `clear_run` may write with one store (its partner is the slot before
@@ -103,7 +103,7 @@ pub(super) fn paired_with_previous(slot: &AtomicUsize) -> bool {
 /// Each store is Release and pairs with the Acquire loads in
 /// `dequeue_bulk`, `dequeue_burst` and `is_empty`: an object's contents and
 /// every earlier fill are visible to whoever sees its pointer.
-#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+#[cfg(not(ring_asm))]
 #[inline(always)]
 pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
     debug_assert_eq!(run.len(), objs.len());
@@ -137,7 +137,7 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
 /// the partner of their last slot too ([`paired_with_previous`]), so the
 /// ring needs no more than the quadword atomicity. The asm block is also a
 /// compiler barrier (it may touch any memory), so nothing moves across it.
-#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ring_asm)]
 #[inline(always)]
 pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
     debug_assert_eq!(run.len(), objs.len());
@@ -270,7 +270,7 @@ pub(super) const PREFETCH_FOR_CLEAR_MIN: usize = 64;
 /// off x86-64 or on a CPU without `prefetchw` (CPUID `PRFCHW`).
 #[inline(always)]
 pub(super) fn prefetch_for_clear(run: &[AtomicUsize]) {
-    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ring_asm)]
     if !run.is_empty() && has_prefetchw() {
         let first = run.as_ptr() as usize & !63;
         let last = (run.as_ptr() as usize + (run.len() - 1) * 8) & !63;
@@ -296,7 +296,7 @@ pub(super) fn prefetch_for_clear(run: &[AtomicUsize]) {
 
 /// Whether the CPU has `prefetchw` (CPUID 0x8000_0001, ECX bit 8), asked
 /// once per process.
-#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ring_asm)]
 #[inline(always)]
 fn has_prefetchw() -> bool {
     use core::sync::atomic::AtomicU8;
@@ -324,7 +324,7 @@ fn has_prefetchw() -> bool {
 /// Acquire slot loads of the producer's room check (which relies on the
 /// order, see `PtrRing::enqueue_bulk`) and of `is_empty` (whoever sees a
 /// null also sees the `head` store that precedes it in `PtrRing::consume`).
-#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+#[cfg(not(ring_asm))]
 #[inline(always)]
 pub(super) fn clear_run(run: &[AtomicUsize]) {
     let mut d = run.chunks_exact(4);
@@ -346,7 +346,7 @@ pub(super) fn clear_run(run: &[AtomicUsize]) {
 /// `fill_run`: per slot an atomic Release store of 0, the order within a
 /// pair unspecified (the producer's room check looks at the partner of its
 /// last slot). Release pairs as in the slot-by-slot version.
-#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ring_asm)]
 #[inline(always)]
 pub(super) fn clear_run(run: &[AtomicUsize]) {
     let (lead, pairs, last) = pair_split(run);
@@ -398,7 +398,7 @@ pub(super) fn clear_run(run: &[AtomicUsize]) {
 /// How paired stores cover `run`, in sequence order: whether its first slot
 /// goes alone (it does not start on a 16-byte boundary), how many aligned
 /// pairs follow it, and whether a last slot is left alone after them.
-#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ring_asm)]
 #[inline(always)]
 fn pair_split(run: &[AtomicUsize]) -> (bool, usize, bool) {
     let n = run.len();
