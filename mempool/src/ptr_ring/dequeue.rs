@@ -79,11 +79,7 @@ impl PtrRing {
         if !self.reads_through(h, n, true) {
             return Err(RingError::NotEnough { requested: n });
         }
-        let runs = self.runs(h, n);
-        if n >= PREFETCH_FOR_CLEAR_MIN {
-            Self::prefetch_runs(runs);
-        }
-        Self::copy_out(runs, out);
+        Self::copy_out(self.runs(h, n), out);
         self.consume(h.wrapping_add(n), false);
         Ok(())
     }
@@ -150,19 +146,18 @@ impl PtrRing {
         }
     }
 
-    /// [`prefetch_for_clear`] over both runs of a range this consumer is
-    /// about to copy out and clear (only after its last slot read full: a
-    /// dequeue that fails takes no line from a producer).
-    #[inline(always)]
-    fn prefetch_runs((a, b): (&[AtomicUsize], &[AtomicUsize])) {
-        prefetch_for_clear(a);
-        prefetch_for_clear(b);
-    }
-
     /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
-    /// runs' total length).
+    /// runs' total length), which the caller, holding the consumer side,
+    /// will clear. From [`PREFETCH_FOR_CLEAR_MIN`] objects on, the slot
+    /// lines are first taken for writing ([`prefetch_for_clear`]). Called
+    /// only once the range's last slot read full, so a dequeue that fails
+    /// takes no line from a producer.
     #[inline(always)]
     fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
+        if out.len() >= PREFETCH_FOR_CLEAR_MIN {
+            prefetch_for_clear(a);
+            prefetch_for_clear(b);
+        }
         let (oa, ob) = out.split_at_mut(a.len());
         copy_run(a, oa);
         if !b.is_empty() {
@@ -230,9 +225,6 @@ impl PtrRing {
         // last slot means the whole range is filled and visible; then copy
         // it without a test per slot.
         let got = if self.reads_through(h, max, true) {
-            if max >= PREFETCH_FOR_CLEAR_MIN {
-                Self::prefetch_runs(runs);
-            }
             Self::copy_out(runs, &mut out[..max]);
             max
         } else {
