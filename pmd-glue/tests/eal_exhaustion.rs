@@ -18,10 +18,26 @@ use rte_mempool_ptr_ring::api::{Mbuf, MbufPool};
 
 const N: u32 = 1000;
 
+/// A pool of `n` default-sized mbufs with DPDK's cache of `cache`.
+fn create_pool(name: &str, n: u32, cache: u32) -> MbufPool {
+    MbufPool::create(name, n, cache, sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16, -1)
+        .unwrap_or_else(|e| panic!("create {name}: {e}"))
+}
+
+/// Frees `pool` and asserts that the handler's free line says `outcome`
+/// ("freed: every object returned", "freed with 7 objects not returned").
+fn assert_free_reports(pool: MbufPool, name: &str, outcome: &str) {
+    let ((), log) = capture_log(|| drop(pool));
+    let line = format!("PTR_RING: pool {name} {outcome}");
+    assert!(
+        log.contains(&line),
+        "{name}: free must log \"{line}\"; log:\n{log}"
+    );
+}
+
 fn exhaust(cache: u32) {
     let name = format!("exh_c{cache}");
-    let pool = MbufPool::create(&name, N, cache, sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16, -1)
-        .unwrap_or_else(|e| panic!("create {name}: {e}"));
+    let pool = create_pool(&name, N, cache);
     let mp = pool.as_ptr();
     assert_eq!(pool.size(), N);
     assert_eq!(pool.available(), N, "fresh pool: everything available");
@@ -144,35 +160,18 @@ fn exhaust(cache: u32) {
         "{name}: nothing in flight once DPDK's cache is flushed"
     );
     assert_eq!(s.in_ring + s.in_caches, N as usize);
-    let ((), log) = capture_log(|| drop(pool));
-    assert!(
-        log.contains(&format!(
-            "PTR_RING: pool {name} freed: every object returned"
-        )),
-        "{name}: free must report every object returned; log:\n{log}"
-    );
+    assert_free_reports(pool, &name, "freed: every object returned");
 }
 
 /// A pool freed while mbufs are still out: the handler says how many.
 fn leak_report() {
-    let pool = MbufPool::create(
-        "exh_leak",
-        256,
-        0,
-        sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
-        -1,
-    )
-    .expect("create exh_leak");
+    let pool = create_pool("exh_leak", 256, 0);
     let kept: Vec<*mut sys::rte_mbuf> = (0..7)
         .map(|_| pool.alloc().expect("alloc").into_raw())
         .collect();
     let s = conserved(&pool, "exh_leak 7 out");
     assert_eq!(s.inflight, 7);
-    let ((), log) = capture_log(|| drop(pool));
-    assert!(
-        log.contains("PTR_RING: pool exh_leak freed with 7 objects not returned"),
-        "exh_leak: free must report the 7 objects still out; log:\n{log}"
-    );
+    assert_free_reports(pool, "exh_leak", "freed with 7 objects not returned");
     drop(kept); // raw pointers into freed memory: never touched again.
 }
 
@@ -180,14 +179,7 @@ fn leak_report() {
 /// paths alone (which leave the failure hint alone: they move the ring),
 /// then free: the earlier failures must not be reported as lost objects.
 fn failures_before_a_full_return() {
-    let pool = MbufPool::create(
-        "exh_trail",
-        64,
-        0,
-        sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
-        -1,
-    )
-    .expect("create exh_trail");
+    let pool = create_pool("exh_trail", 64, 0);
     let held: Vec<Mbuf> = (0..64).map(|_| pool.alloc().expect("alloc")).collect();
     for _ in 0..3 {
         assert!(pool.alloc().is_none(), "exh_trail: the pool is empty");
@@ -195,11 +187,7 @@ fn failures_before_a_full_return() {
     drop(held);
     let s = conserved(&pool, "exh_trail all back");
     assert_eq!(s.inflight, 0);
-    let ((), log) = capture_log(|| drop(pool));
-    assert!(
-        log.contains("PTR_RING: pool exh_trail freed: every object returned"),
-        "exh_trail: free must report every object returned; log:\n{log}"
-    );
+    assert_free_reports(pool, "exh_trail", "freed: every object returned");
 }
 
 #[test]
