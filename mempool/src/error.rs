@@ -96,6 +96,14 @@ pub enum PoolError {
         /// Range of that chunk.
         existing_va: VirtRange,
     },
+    /// Two chunks offered in one registration overlap each other.
+    #[error("chunk {va} overlaps chunk {other} offered with it")]
+    ChunksOverlap {
+        /// The later chunk of the two.
+        va: VirtRange,
+        /// The earlier one.
+        other: VirtRange,
+    },
     /// A chunk whose object run does not fit its range (or is empty, or has a
     /// zero stride).
     #[error("bad chunk {va}: {count} objects from {first} every {stride} bytes do not fit")]

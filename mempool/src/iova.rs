@@ -161,6 +161,32 @@ pub struct ChunkSpec {
     pub count: usize,
 }
 
+impl ChunkSpec {
+    /// `BadChunk` unless the run is non-empty, evenly spaced and inside `va`.
+    fn check_shape(&self) -> Result<(), PoolError> {
+        let bad = PoolError::BadChunk {
+            va: self.va,
+            first: self.first,
+            stride: self.stride,
+            count: self.count,
+        };
+        if self.count == 0 || self.stride == 0 || self.va.len == 0 {
+            return Err(bad);
+        }
+        let last = (self.count - 1)
+            .checked_mul(self.stride)
+            .and_then(|o| self.first.checked_add(o))
+            .ok_or(bad)?;
+        if self.va.start.0.checked_add(self.va.len).is_none()
+            || !self.va.contains(self.first)
+            || !self.va.contains(last)
+        {
+            return Err(bad);
+        }
+        Ok(())
+    }
+}
+
 /// A recorded chunk, as the table returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkInfo {
@@ -428,56 +454,76 @@ impl<'a> Chunks<'a> {
         max_objects: usize,
         state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<ChunkInfo, PoolError> {
-        let bad = PoolError::BadChunk {
-            va: spec.va,
-            first: spec.first,
-            stride: spec.stride,
-            count: spec.count,
-        };
-        if spec.count == 0 || spec.stride == 0 || spec.va.len == 0 {
-            return Err(bad);
-        }
-        let last_off = (spec.count - 1)
-            .checked_mul(spec.stride)
-            .and_then(|o| spec.first.checked_add(o))
-            .ok_or(bad)?;
-        if spec.va.start.0.checked_add(spec.va.len).is_none()
-            || !spec.va.contains(spec.first)
-            || !spec.va.contains(last_off)
-        {
-            return Err(bad);
-        }
+        let id = self.insert_all(core::slice::from_ref(spec), max_objects, state_ok)?;
+        Ok(self.entry(id as usize).info(id))
+    }
+
+    /// Records `specs` all or nothing: every check (shape, state, table
+    /// room, the populated bound, overlap with recorded chunks and with each
+    /// other) passes before the first record is written. Returns the first
+    /// new record's id; the records are that id and the ones after it, in
+    /// the order of `specs`.
+    pub(crate) fn insert_all(
+        &self,
+        specs: &[ChunkSpec],
+        max_objects: usize,
+        state_ok: impl FnOnce() -> Result<(), PoolError>,
+    ) -> Result<u32, PoolError> {
+        specs.iter().try_for_each(ChunkSpec::check_shape)?;
         let _guard = self.lock.lock();
         // Under the lock the final release holds while it reads inflight:
         // either the release counts these objects, or this call sees it.
         state_ok()?;
         // Relaxed: `count` and `registered` are only written under the lock we hold.
         let n = self.count.load(Ordering::Relaxed);
-        if n >= self.max_chunks {
+        if let Some(spec) = specs.get(self.max_chunks.saturating_sub(n)) {
             return Err(PoolError::ChunkTableFull {
                 max_chunks: self.max_chunks,
                 va: spec.va,
             });
         }
         let reg = self.registered.load(Ordering::Relaxed);
-        let would_be = reg.saturating_add(spec.count);
+        let count = specs
+            .iter()
+            .fold(0usize, |sum, s| sum.saturating_add(s.count));
+        let would_be = reg.saturating_add(count);
         if would_be > max_objects {
             return Err(PoolError::TooManyObjects {
-                count: spec.count,
+                count,
                 would_be,
                 objects: max_objects,
             });
         }
-        for i in 0..n {
-            let e = self.entry(i).info(i as u32);
-            if e.va.overlaps(&spec.va) {
-                return Err(PoolError::ChunkOverlap {
+        for (j, spec) in specs.iter().enumerate() {
+            for i in 0..n {
+                let e = self.entry(i).info(i as u32);
+                if e.va.overlaps(&spec.va) {
+                    return Err(PoolError::ChunkOverlap {
+                        va: spec.va,
+                        existing: e.id,
+                        existing_va: e.va,
+                    });
+                }
+            }
+            if let Some(other) = specs[..j].iter().find(|o| o.va.overlaps(&spec.va)) {
+                return Err(PoolError::ChunksOverlap {
                     va: spec.va,
-                    existing: e.id,
-                    existing_va: e.va,
+                    other: other.va,
                 });
             }
         }
+        let mut first_index = reg;
+        for (k, spec) in specs.iter().enumerate() {
+            self.publish(n + k, spec, first_index);
+            first_index += spec.count;
+        }
+        Ok(n as u32)
+    }
+
+    /// Writes record `n` and publishes it: `count`, `registered`, then its
+    /// place in the order array. The caller holds the lock, has checked the
+    /// record, and `n` is the current `count`.
+    fn publish(&self, n: usize, spec: &ChunkSpec, first_index: usize) {
         let rec = ChunkEntry {
             va_start: spec.va.start.0,
             va_len: spec.va.len,
@@ -485,15 +531,18 @@ impl<'a> Chunks<'a> {
             first: spec.first.0,
             stride: spec.stride,
             count: spec.count,
-            first_index: reg,
+            first_index,
         };
         // SAFETY: slot `n < max_chunks` is unpublished (readers only look
-        // below `count`), and we hold the lock, so nobody else writes it.
+        // below `count`), and the caller holds the lock, so nobody else
+        // writes it.
         unsafe { self.entry_ptr(n).write(rec) };
         // Release pairs with the Acquire loads in `len`/`find`: the record is
         // visible to whoever sees the new count.
         self.count.store(n + 1, Ordering::Release);
-        self.registered.store(would_be, Ordering::Release);
+        // Release pairs with the Acquire load in `registered`.
+        self.registered
+            .store(first_index + spec.count, Ordering::Release);
 
         // Insert id `n` into the order array, sorted by va_start.
         // Relaxed: `seq` is only written under the lock.
@@ -518,7 +567,6 @@ impl<'a> Chunks<'a> {
         // Release pairs with the Acquire opening load in `find`: a reader
         // starting at this even value sees the whole rewritten order array.
         self.seq.store(s.wrapping_add(2), Ordering::Release);
-        Ok(rec.info(n as u32))
     }
 
     /// The chunk whose range contains `a`. Lockless, O(log chunks).

@@ -181,6 +181,104 @@ fn table_bound_overlap_and_bad_runs_are_errors() {
 }
 
 #[test]
+fn a_refused_set_of_chunks_records_none_of_them() {
+    let p = pool(100, 4);
+    let first = p
+        .register_chunk(spec(0x1000, 0x100, None, 0, 16, 4))
+        .unwrap();
+    let a = spec(0x2000, 0x100, None, 0, 16, 4);
+    let b = spec(0x3000, 0x100, None, 0, 16, 4);
+    let nothing_new = |p: &HeapPool| {
+        assert_eq!(p.chunks(), 1);
+        assert_eq!(p.populated(), 4);
+        assert_eq!(p.owns(0x2000 as *const u8), None, "a's first object");
+        assert_eq!(p.chunk_of(0x2000 as *const u8), None);
+    };
+
+    // The second spec overlaps the recorded chunk.
+    let late = spec(0x10f0, 0x100, None, 0x10, 16, 4);
+    assert_eq!(
+        p.register_chunks(&[a, late]),
+        Err(PoolError::ChunkOverlap {
+            va: late.va,
+            existing: first.id,
+            existing_va: first.va
+        })
+    );
+    nothing_new(&p);
+
+    // The two specs overlap each other.
+    let e = p
+        .register_chunks(&[a, spec(0x20f0, 0x100, None, 0x10, 16, 4)])
+        .unwrap_err();
+    assert_eq!(
+        e,
+        PoolError::ChunksOverlap {
+            va: VirtRange::new(VirtAddr(0x20f0), 0x100),
+            other: a.va
+        }
+    );
+    nothing_new(&p);
+
+    // Four records where three fit: the fourth is named.
+    let d = spec(0x5000, 0x100, None, 0, 16, 4);
+    let e = p
+        .register_chunks(&[a, b, spec(0x4000, 0x100, None, 0, 16, 4), d])
+        .unwrap_err();
+    assert_eq!(
+        e,
+        PoolError::ChunkTableFull {
+            max_chunks: 4,
+            va: d.va
+        }
+    );
+    nothing_new(&p);
+
+    // Together over the pool's size, each alone within it.
+    let e = p
+        .register_chunks(&[
+            spec(0x2000, 0x1000, None, 0, 16, 50),
+            spec(0x3000, 0x1000, None, 0, 16, 47),
+        ])
+        .unwrap_err();
+    assert_eq!(
+        e,
+        PoolError::TooManyObjects {
+            count: 97,
+            would_be: 101,
+            objects: 100
+        }
+    );
+    nothing_new(&p);
+
+    // A bad run after a good one.
+    let e = p
+        .register_chunks(&[a, spec(0x3000, 0x100, None, 0, 16, 17)])
+        .unwrap_err();
+    assert!(matches!(e, PoolError::BadChunk { count: 17, .. }), "{e}");
+    nothing_new(&p);
+
+    // Nothing is a valid set; then both, with consecutive ids and indexes.
+    assert_eq!(p.register_chunks(&[]).unwrap(), vec![]);
+    nothing_new(&p);
+    let got = p.register_chunks(&[b, a]).unwrap();
+    assert_eq!(
+        got.iter().map(|c| c.id).collect::<Vec<_>>(),
+        [ChunkId(1), ChunkId(2)]
+    );
+    assert_eq!(got[0].va, b.va);
+    assert_eq!(p.chunks(), 3);
+    assert_eq!(p.populated(), 12);
+    assert_eq!(p.chunk(first.id), Some(first));
+    assert_eq!(p.owns(0x3000 as *const u8), Some(ObjIndex(4)));
+    assert_eq!(p.owns(0x2010 as *const u8), Some(ObjIndex(9)));
+    assert_eq!(
+        p.chunk_of(0x2080 as *const u8).map(|c| c.id),
+        Some(ChunkId(2))
+    );
+}
+
+#[test]
 fn many_chunks_binary_search() {
     let n = 512;
     let p = pool(n * 4, n);

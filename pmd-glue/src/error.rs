@@ -169,6 +169,7 @@ pub fn pool_errno(e: &PoolError) -> i32 {
         | PoolError::BadConfig { .. }
         | PoolError::NotAPool { .. }
         | PoolError::ChunkOverlap { .. }
+        | PoolError::ChunksOverlap { .. }
         | PoolError::BadChunk { .. }
         | PoolError::DeviceRemoved { .. }
         | PoolError::WrongState { .. } => -libc::EINVAL,
@@ -251,6 +252,13 @@ mod tests {
                     va: va(),
                     existing: ChunkId(0),
                     existing_va: va(),
+                },
+                -libc::EINVAL,
+            ),
+            (
+                ChunksOverlap {
+                    va: va(),
+                    other: va(),
                 },
                 -libc::EINVAL,
             ),

@@ -20,6 +20,21 @@ impl PoolCore {
         })
     }
 
+    /// Records several chunks at once, all or nothing: when one of them is
+    /// refused (bad run, no room in the table, too many objects, an overlap
+    /// with a recorded chunk or with another of `specs`), none is recorded
+    /// and the populated count is unchanged. Returns the records, in the
+    /// order of `specs`. Same call order as [`register_chunk`](Self::register_chunk).
+    pub fn register_chunks(&self, specs: &[ChunkSpec]) -> Result<Vec<ChunkInfo>, PoolError> {
+        let first = self.table().insert_all(specs, self.objects(), || {
+            self.require("register_chunks", |s| s == PoolState::Active)
+        })?;
+        Ok((first..)
+            .zip(specs)
+            .filter_map(|(id, _)| self.chunk(ChunkId(id)))
+            .collect())
+    }
+
     /// `Ok` if the state passes `ok`, else `WrongState` for `op`.
     fn require(
         &self,

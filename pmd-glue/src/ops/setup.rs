@@ -4,22 +4,26 @@
 use core::ffi::c_void;
 
 use dpdk_sys as sys;
-use mempool::{ChunkSpec, Iova, PoolConfig, PoolError, VirtAddr, VirtRange};
+use mempool::{ChunkSpec, Iova, PoolConfig, VirtAddr, VirtRange};
 
 use crate::error::GlueError;
 use crate::ffi::pool_name;
 use crate::log::Level;
 use crate::{log, pool_config, settings, zone};
 
-/// Page size the mempool library uses to keep objects within pages.
-pub(super) fn page_size(mp: *mut sys::rte_mempool) -> usize {
+/// Page size the mempool library uses to keep objects within pages (0: no
+/// bound), or DPDK's error when it cannot tell (a bad socket id).
+pub(super) fn page_size(mp: *mut sys::rte_mempool) -> Result<usize, GlueError> {
     let mut pg: usize = 0;
     // SAFETY: valid mempool, valid out pointer.
-    if unsafe { sys::rte_mempool_get_page_size(mp, &mut pg) } < 0 {
-        0
-    } else {
-        pg
+    let rc = unsafe { sys::rte_mempool_get_page_size(mp, &mut pg) };
+    if rc < 0 {
+        return Err(GlueError::Dpdk {
+            call: "rte_mempool_get_page_size",
+            errno: rc,
+        });
     }
+    Ok(pg)
 }
 
 pub(super) fn elt_total(mp: *const sys::rte_mempool) -> usize {
@@ -62,7 +66,9 @@ pub(super) fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
         );
     }
     cfg.cache_size = Some(cache.min(max_cache));
-    cfg.max_chunks = max_chunks_for(objects, page_size(mp), elt_total(mp));
+    // An unknown page size sizes the table by objects alone; populate then
+    // refuses the chunk with DPDK's error before recording anything.
+    cfg.max_chunks = max_chunks_for(objects, page_size(mp).unwrap_or(0), elt_total(mp));
     cfg
 }
 
@@ -118,8 +124,9 @@ pub(super) unsafe fn create(mp: *mut sys::rte_mempool) -> Result<(), GlueError> 
 }
 
 /// Records the object runs of a chunk (`ops->populate`'s arguments) in the
-/// IOVA table, all or nothing up front: the runs must all fit. Returns how
-/// many objects the runs hold, and how many runs.
+/// IOVA table, all or nothing: when one run is refused, none is recorded
+/// and the pool's populated count is unchanged. Returns how many objects the
+/// runs hold, and how many runs.
 pub(super) fn record_chunk(
     mp: *mut sys::rte_mempool,
     z: &zone::Zone<'_>,
@@ -128,28 +135,27 @@ pub(super) fn record_chunk(
     iova: sys::rte_iova_t,
     len: usize,
 ) -> Result<(usize, usize), GlueError> {
-    let runs = object_runs(mp, max_objs, vaddr as usize, len);
+    // The helper fails on the same call before laying out anything: refuse
+    // the chunk first, so that nothing is recorded for it.
+    let pg = page_size(mp)?;
+    let runs = object_runs(mp, pg, max_objs, vaddr as usize, len);
     let total = elt_total(mp);
     // SAFETY: valid mempool.
     let header = unsafe { (*mp).header_size } as usize;
-    if z.core.chunks() + runs.len() > z.core.max_chunks() {
-        return Err(GlueError::Core(PoolError::ChunkTableFull {
-            max_chunks: z.core.max_chunks(),
-            va: VirtRange::new(VirtAddr(vaddr as usize), len),
-        }));
-    }
-    for r in &runs {
-        let start = r.first - header;
-        z.core
-            .register_chunk(ChunkSpec {
+    let specs: Vec<ChunkSpec> = runs
+        .iter()
+        .map(|r| {
+            let start = r.first - header;
+            ChunkSpec {
                 va: VirtRange::new(VirtAddr(start), (r.count - 1) * r.stride + total),
                 iova: Iova::from_raw(iova).map(|i| Iova(i.0 + (start - vaddr as usize) as u64)),
                 first: VirtAddr(r.first),
                 stride: r.stride,
                 count: r.count,
-            })
-            .map_err(GlueError::Core)?;
-    }
+            }
+        })
+        .collect();
+    z.core.register_chunks(&specs).map_err(GlueError::Core)?;
     Ok((runs.iter().map(|r| r.count).sum(), runs.len()))
 }
 
@@ -167,8 +173,13 @@ struct Run {
 /// spacing: with objects smaller than half a page each page starts a run;
 /// with one object per page (4 KB pages, no hugepages) the whole chunk is
 /// one run whose stride is the page size.
-fn object_runs(mp: *mut sys::rte_mempool, max_objs: usize, va: usize, len: usize) -> Vec<Run> {
-    let pg = page_size(mp);
+fn object_runs(
+    mp: *mut sys::rte_mempool,
+    pg: usize,
+    max_objs: usize,
+    va: usize,
+    len: usize,
+) -> Vec<Run> {
     let total = elt_total(mp);
     // SAFETY: valid mempool.
     let header = unsafe { (*mp).header_size } as usize;
