@@ -46,8 +46,8 @@ struct ptr_ring_stats {
 	uint64_t in_caches;          /* objects in the handler's per-lcore caches */
 	int64_t inflight;            /* objects out (application, DPDK caches);
 	                              * negative: more came back than went out */
-	uint64_t hold;               /* objects handed out, ever */
-	uint64_t release;            /* objects taken back, ever (incl. initial fill) */
+	uint64_t hold;               /* objects handed out, modulo 2^32 */
+	uint64_t release;            /* taken back (incl. initial fill), mod 2^32 */
 	uint64_t iova_chunks;        /* IOVA table records */
 	uint64_t dma_maps;           /* DMA map calls */
 	uint64_t dma_unmaps;         /* DMA unmap calls */

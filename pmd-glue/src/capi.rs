@@ -4,7 +4,7 @@ use core::ffi::{c_int, c_uint};
 use std::time::Duration;
 
 use dpdk_sys as sys;
-use mempool::PoolStats;
+use mempool::{HoldRelease, PoolStats};
 
 use crate::port::{self, ShutdownOutcome};
 use crate::{ffi, ops, zone};
@@ -23,9 +23,10 @@ pub struct PtrRingStats {
     pub in_caches: u64,
     /// Objects out with the application (and DPDK's own caches).
     pub inflight: i64,
-    /// Objects handed out, ever.
+    /// Objects handed out, modulo 2^32 (the per-lcore counters are 32-bit):
+    /// only `hold - release` modulo 2^32 means anything over a pool's life.
     pub hold: u64,
-    /// Objects taken back, ever (including the initial fill).
+    /// Objects taken back (including the initial fill), modulo 2^32.
     pub release: u64,
     /// IOVA-table records.
     pub iova_chunks: u64,
@@ -47,14 +48,15 @@ pub struct PtrRingStats {
 impl PtrRingStats {
     /// The record of a pool of `size` objects whose counters are `s`.
     fn new(size: u64, s: &PoolStats) -> PtrRingStats {
+        let counts = HoldRelease::new(s.hold, s.release);
         PtrRingStats {
             size,
             populated: s.populated as u64,
             in_ring: s.in_ring as u64,
             in_caches: s.in_caches as u64,
             inflight: s.inflight,
-            hold: s.hold,
-            release: s.release,
+            hold: counts.hold().into(),
+            release: counts.release().into(),
             iova_chunks: s.chunks as u64,
             dma_maps: s.dma_maps,
             dma_unmaps: s.dma_unmaps,
@@ -253,7 +255,21 @@ const _: () = {
 
 #[cfg(test)]
 mod tests {
-    use super::STATE_VALUES;
+    use mempool::{HeapPool, PoolConfig};
+
+    use super::{PtrRingStats, STATE_VALUES};
+
+    /// Hold and release come modulo 2^32, as the per-lcore counters wrap:
+    /// a raw sum over lcores would mix wrapped and unwrapped counts.
+    #[test]
+    fn hold_and_release_are_reported_modulo_2_32() {
+        let pool = HeapPool::new(&PoolConfig::new(8)).unwrap();
+        let mut s = pool.stats();
+        s.hold = (3 << 32) + 7;
+        s.release = (1 << 32) + 5;
+        let r = PtrRingStats::new(8, &s);
+        assert_eq!((r.hold, r.release), (7, 5));
+    }
 
     /// The header's `#define PTR_RING_STATE_*` values are the core's.
     #[test]

@@ -7,6 +7,7 @@ use std::ffi::CString;
 use std::sync::atomic::Ordering;
 
 use dpdk_sys as sys;
+use mempool::HoldRelease;
 
 use crate::{ffi, ops, zone};
 
@@ -72,6 +73,7 @@ pub fn pool_stats(name: &CStr) -> Option<Vec<(&'static str, StatValue)>> {
     let lock = crate::port::release_lock();
     let (mp, z) = zone::lookup(name, &lock)?;
     let s = z.core.stats();
+    let counts = HoldRelease::new(s.hold, s.release);
     Some(vec![
         // SAFETY: live mempool.
         ("size", U64(unsafe { (*mp).size } as u64)),
@@ -86,8 +88,9 @@ pub fn pool_stats(name: &CStr) -> Option<Vec<(&'static str, StatValue)>> {
         // Signed: negative means more objects came back than went out (a
         // double free the handler could not refuse).
         ("inflight", I64(s.inflight)),
-        ("hold", U64(s.hold)),
-        ("release", U64(s.release)),
+        // Modulo 2^32, as the per-lcore counters are.
+        ("hold", U64(counts.hold().into())),
+        ("release", U64(counts.release().into())),
         ("handler_cache_size", U64(s.cache_size as u64)),
         ("ring_mode", Str(z.core.ring().mode_name().to_string())),
         ("iova_chunks", U64(s.chunks as u64)),
