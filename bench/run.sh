@@ -313,25 +313,25 @@ served() {
     if [[ $1 == ptr_ring ]]; then [[ $got == ptr_ring ]]; else [[ $got == "ops_index "* ]]; fi
 }
 
-declare -A e2e_samples e2e_rate
+declare -A e2e_rate
 record_e2e() { # app variant handler dpdk_cache handler_cache round rate
     echo "e2e2,$1,$2,$3,$4,$5,$6,$7" >>"$out/e2e.csv"
-    e2e_samples[$1,$2,$3]+="$7 "
     e2e_rate[$1,$2,$3,$6]=$7
 }
-# One line per app and variant: each handler's median rate and, against
-# ring_mp_mc, the median of the per-round ratios (the report's figure).
+# One line per app and variant: each handler's median rate over the rounds
+# and, against ring_mp_mc, the median of the per-round ratios (the report's
+# figure).
 e2e_summary() { # app variant
-    local line="" h m r a b ratios
+    local line="" h m r a b rates ratios
     for h in "${e2e_handlers[@]}"; do
-        m=$(median <<<"${e2e_samples[$1,$2,$h]:-}")
-        line+=" | $h ${m:--} Mpps"
-        [[ $h == ring_mp_mc ]] && continue
-        ratios=""
+        rates="" ratios=""
         for ((r = 1; r <= e2e_rounds; r++)); do
             a=${e2e_rate[$1,$2,$h,$r]:-} b=${e2e_rate[$1,$2,ring_mp_mc,$r]:-}
-            [[ -n $a && -n $b ]] && ratios+=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.4f ", a / b }')
+            rates+="$a "
+            [[ $h != ring_mp_mc && -n $a && -n $b ]] && ratios+=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.4f ", a / b }')
         done
+        m=$(median <<<"$rates")
+        line+=" | $h ${m:--} Mpps"
         [[ -n $ratios ]] && line+=" $(median <<<"$ratios")x (median of paired ratios)"
     done
     say "$1 $2:${line}"
