@@ -476,6 +476,7 @@ impl<'a> Chunks<'a> {
         state_ok()?;
         // Relaxed: `count` and `registered` are only written under the lock we hold.
         let n = self.count.load(Ordering::Relaxed);
+        // The first spec past the table's room, if any.
         if let Some(spec) = specs.get(self.max_chunks.saturating_sub(n)) {
             return Err(PoolError::ChunkTableFull {
                 max_chunks: self.max_chunks,
