@@ -1,6 +1,7 @@
 //! bindgen over `csrc/wrapper.h`.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use crate::find::Dpdk;
 use crate::tracked_var;
@@ -24,11 +25,34 @@ const OPAQUE_TYPES: &[&str] = &[
 /// variable, so they are read through `csrc/shim.c` instead.
 const BLOCKED_ITEMS: &[&str] = &["per_lcore_.*"];
 
-pub fn generate(dpdk: &Dpdk, csrc: &Path, out_dir: &Path) -> Result<(), String> {
+/// The string macros of the DPDK headers that [`crate::release`] reads, as
+/// bindgen saw them.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// `RTE_EAL_PMD_PATH` (`rte_build_config.h`): EAL's plugin directory,
+    /// `<libdir>/dpdk/pmds-<ABI>.<minor>`; empty in static builds.
+    pub pmd_path: Option<String>,
+}
+
+/// Records the string macros named in [`Seen`] while bindgen parses.
+#[derive(Debug)]
+struct SeeMacros(Arc<Mutex<Seen>>);
+
+impl bindgen::callbacks::ParseCallbacks for SeeMacros {
+    fn str_macro(&self, name: &str, value: &[u8]) {
+        if name == "RTE_EAL_PMD_PATH" {
+            let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            seen.pmd_path = Some(String::from_utf8_lossy(value).into_owned());
+        }
+    }
+}
+
+pub fn generate(dpdk: &Dpdk, csrc: &Path, out_dir: &Path) -> Result<Seen, String> {
     // bindgen itself reads these; cargo must rerun when they change.
     tracked_var("BINDGEN_EXTRA_CLANG_ARGS");
     tracked_var("CLANG_PATH");
 
+    let seen = Arc::new(Mutex::new(Seen::default()));
     let header = csrc.join("wrapper.h");
     let mut builder = bindgen::Builder::default()
         .header(header.to_string_lossy())
@@ -46,7 +70,8 @@ pub fn generate(dpdk: &Dpdk, csrc: &Path, out_dir: &Path) -> Result<(), String> 
         .formatter(bindgen::Formatter::Prettyplease)
         .parse_callbacks(Box::new(
             bindgen::CargoCallbacks::new().rerun_on_header_files(false),
-        ));
+        ))
+        .parse_callbacks(Box::new(SeeMacros(Arc::clone(&seen))));
     for item in BLOCKED_ITEMS {
         builder = builder.blocklist_item(item);
     }
@@ -58,5 +83,8 @@ pub fn generate(dpdk: &Dpdk, csrc: &Path, out_dir: &Path) -> Result<(), String> 
         .map_err(|err| format!("dpdk-sys: bindgen could not read the DPDK headers: {err}"))?;
     bindings
         .write_to_file(out_dir.join("bindings.rs"))
-        .map_err(|err| format!("dpdk-sys: cannot write bindings.rs: {err}"))
+        .map_err(|err| format!("dpdk-sys: cannot write bindings.rs: {err}"))?;
+    drop(bindings);
+    let seen = Arc::try_unwrap(seen).map_err(|_| "dpdk-sys: bindgen kept its callbacks")?;
+    Ok(seen.into_inner().unwrap_or_else(|e| e.into_inner()))
 }

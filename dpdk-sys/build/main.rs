@@ -5,11 +5,14 @@
 //! 2. [`bindings`]: run bindgen over `csrc/wrapper.h` with the full DPDK cflags,
 //!    writing `$OUT_DIR/bindings.rs` and C wrappers for `static inline` functions;
 //! 3. [`compile`]: compile those wrappers, the per-lcore shim and the layout
-//!    table with the same cflags, then link the system DPDK dynamically.
+//!    table with the same cflags, then link the system DPDK dynamically;
+//! 4. [`release`]: tell dependents (and `dpdk_sys::compat`) the release's ABI
+//!    and plugin directory.
 
 mod bindings;
 mod compile;
 mod find;
+mod release;
 
 use std::env;
 use std::path::PathBuf;
@@ -22,10 +25,12 @@ fn main() {
     let dpdk = find::dpdk().unwrap_or_else(|msg| fail(&msg));
     find::libclang().unwrap_or_else(|msg| fail(&msg));
 
-    bindings::generate(&dpdk, &csrc, &out_dir).unwrap_or_else(|msg| fail(&msg));
+    let seen = bindings::generate(&dpdk, &csrc, &out_dir).unwrap_or_else(|msg| fail(&msg));
+    let release = release::of(&dpdk, &seen).unwrap_or_else(|msg| fail(&msg));
     compile::c_sources(&dpdk, &csrc, &out_dir);
     dpdk.emit_link();
     dpdk.emit_metadata();
+    release.emit();
     emit_tracked_vars();
     println!("cargo:rerun-if-changed=build");
     println!("cargo:rerun-if-changed=csrc");

@@ -1,5 +1,10 @@
+#include <stdint.h>
+
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_telemetry.h>
+#include <rte_version.h>
 
 #include "shim.h"
 
@@ -21,4 +26,56 @@ int rust_rte_errno(void)
 void rust_rte_errno_set(int value)
 {
 	rte_errno = value;
+}
+
+/*
+ * The release-dependent corners of the DPDK API, one spelling for every
+ * release the crate builds against (src/compat.rs is their Rust side). The
+ * release is the one whose headers this file is compiled with.
+ */
+
+int dpdk_sys_tel_add_dict_uint(struct rte_tel_data *d, const char *name, uint64_t val)
+{
+#if RTE_VERSION >= RTE_VERSION_NUM(23, 3, 0, 0)
+	return rte_tel_data_add_dict_uint(d, name, val);
+#else
+	return rte_tel_data_add_dict_u64(d, name, val);
+#endif
+}
+
+int dpdk_sys_tel_add_dict_int(struct rte_tel_data *d, const char *name, int64_t val)
+{
+#if RTE_VERSION >= RTE_VERSION_NUM(23, 3, 0, 0)
+	return rte_tel_data_add_dict_int(d, name, val);
+#else
+	/* 22.11 carries 32-bit signed values only. */
+	int v = val > INT32_MAX ? INT32_MAX : val < INT32_MIN ? INT32_MIN : (int)val;
+
+	return rte_tel_data_add_dict_int(d, name, v);
+#endif
+}
+
+/*
+ * rte_mbuf fields that sit inside anonymous unions from 24.07 on (bindgen
+ * then names them __bindgen_anon_N.__bindgen_anon_1.field, N release
+ * dependent); C spells them the same way in every release.
+ */
+uint16_t dpdk_sys_mbuf_data_off(const struct rte_mbuf *m)
+{
+	return m->data_off;
+}
+
+uint32_t dpdk_sys_mbuf_pkt_len(const struct rte_mbuf *m)
+{
+	return m->pkt_len;
+}
+
+uint16_t dpdk_sys_mbuf_data_len(const struct rte_mbuf *m)
+{
+	return m->data_len;
+}
+
+uint16_t dpdk_sys_mbuf_port(const struct rte_mbuf *m)
+{
+	return m->port;
 }

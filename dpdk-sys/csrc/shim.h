@@ -16,4 +16,19 @@ unsigned int rust_rte_socket_id(void);
 int rust_rte_errno(void);
 void rust_rte_errno_set(int value);
 
+
+struct rte_tel_data;
+struct rte_mbuf;
+
+/* Telemetry dict values: rte_tel_data_add_dict_uint / _int (64-bit) from
+ * 23.03, rte_tel_data_add_dict_u64 / 32-bit _int (saturated) before. */
+int dpdk_sys_tel_add_dict_uint(struct rte_tel_data *d, const char *name, uint64_t val);
+int dpdk_sys_tel_add_dict_int(struct rte_tel_data *d, const char *name, int64_t val);
+
+/* rte_mbuf fields that 24.07 moved into anonymous unions. */
+uint16_t dpdk_sys_mbuf_data_off(const struct rte_mbuf *m);
+uint32_t dpdk_sys_mbuf_pkt_len(const struct rte_mbuf *m);
+uint16_t dpdk_sys_mbuf_data_len(const struct rte_mbuf *m);
+uint16_t dpdk_sys_mbuf_port(const struct rte_mbuf *m);
+
 #endif

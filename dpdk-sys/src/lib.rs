@@ -6,14 +6,20 @@
 //!   callable through C wrappers that bindgen generates and the build compiles.
 //! * [`lcore_id`], [`socket_id`], [`errno`], [`set_errno`]: accessors for the
 //!   per-lcore (thread-local) variables that bindgen cannot bind.
+//! * [`compat`]: what differs between the DPDK releases the crate supports
+//!   (22.11, 24.11, 25.11): the ABI, the plugin directory, telemetry values,
+//!   `rte_mbuf` fields in anonymous unions. Other crates use it instead of
+//!   testing the release themselves.
 //!
 //! The crate links the DPDK shared libraries dynamically, never a static copy.
 //! Its build script exports `DEP_DPDK_CFLAGS` (the full `pkg-config --cflags
-//! libdpdk`, space-separated), `DEP_DPDK_INCLUDE` (`:`-separated) and
-//! `DEP_DPDK_VERSION` to the build scripts of crates that depend on it and
+//! libdpdk`, space-separated), `DEP_DPDK_INCLUDE` (`:`-separated),
+//! `DEP_DPDK_VERSION`, `DEP_DPDK_ABI` and `DEP_DPDK_PLUGIN_DIR` (see
+//! [`compat`]) to the build scripts of crates that depend on it and
 //! compile C of their own; such C needs `-DALLOW_EXPERIMENTAL_API` to call
 //! DPDK's experimental functions without deprecation warnings.
 
+pub mod compat;
 mod shim;
 
 pub use bindings::*;
@@ -26,6 +32,10 @@ pub use shim::{errno, lcore_id, lcore_id_shim, set_errno, socket_id};
     non_snake_case,
     dead_code,
     improper_ctypes,
+    // bindgen's bitfield accessors on newer headers (24.11 on); the lint
+    // itself is younger than the crate's oldest supported rustc.
+    unknown_lints,
+    unnecessary_transmutes,
     unsafe_op_in_unsafe_fn,
     clippy::all,
     clippy::pedantic,

@@ -145,8 +145,13 @@ fn eal_pktmbuf_pool_on_ring_mp_mc() {
         // SAFETY: m is a freshly allocated mbuf.
         unsafe {
             assert_eq!((*m).pool, mp);
-            assert_eq!((*m).data_off as u32, RTE_PKTMBUF_HEADROOM);
-            assert_eq!((*m).pkt_len, 0);
+            assert_eq!(compat::mbuf_data_off(m) as u32, RTE_PKTMBUF_HEADROOM);
+            assert_eq!(
+                u32::from(compat::mbuf_data_off(m)),
+                u32::from(rte_pktmbuf_headroom(m))
+            );
+            assert_eq!(compat::mbuf_pkt_len(m), 0);
+            assert_eq!(compat::mbuf_data_len(m), 0);
         }
         mbufs.push(m);
     }

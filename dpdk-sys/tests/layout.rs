@@ -134,14 +134,10 @@ fn rust_layout() -> BTreeMap<String, usize> {
     align!(rte_mbuf);
     offset!(rte_mbuf, buf_addr);
     offset!(rte_mbuf, buf_iova);
-    offset!(rte_mbuf, data_off);
-    offset!(rte_mbuf, refcnt);
-    offset!(rte_mbuf, nb_segs);
-    offset!(rte_mbuf, port);
+    // data_off, pkt_len and the other fields that 24.07 moved into anonymous
+    // unions are read through dpdk_sys::compat (C), not through bindgen's
+    // release-dependent paths, so they have no entry here.
     offset!(rte_mbuf, ol_flags);
-    offset!(rte_mbuf, pkt_len);
-    offset!(rte_mbuf, data_len);
-    offset!(rte_mbuf, buf_len);
     offset!(rte_mbuf, pool);
     offset!(rte_mbuf, next);
     offset!(rte_mbuf, priv_size);

@@ -146,14 +146,10 @@ unsafe fn add_to_dict(d: *mut sys::rte_tel_data, key: &str, v: StatValue) {
     // valid strings.
     unsafe {
         match v {
-            StatValue::U64(v) => sys::rte_tel_data_add_dict_u64(d, k.as_ptr(), v),
-            // 22.11 has 32-bit signed values only; a pool holds fewer
-            // than 2^30 objects.
-            StatValue::I64(v) => sys::rte_tel_data_add_dict_int(
-                d,
-                k.as_ptr(),
-                v.clamp(i32::MIN.into(), i32::MAX.into()) as i32,
-            ),
+            StatValue::U64(v) => sys::compat::tel_add_dict_uint(d, k.as_ptr(), v),
+            // Saturated to 32 bits where the release has no wider values
+            // (22.11); a pool holds fewer than 2^30 objects.
+            StatValue::I64(v) => sys::compat::tel_add_dict_int(d, k.as_ptr(), v),
             StatValue::Str(v) => {
                 let v = CString::new(v).unwrap_or_default();
                 sys::rte_tel_data_add_dict_string(d, k.as_ptr(), v.as_ptr())

@@ -183,10 +183,7 @@ fn secondary(prefix: &str) {
         assert!(!m.is_null(), "secondary: alloc {i}");
         // SAFETY: our mbuf; its data room is shared memory mapped here.
         unsafe {
-            (*m).buf_addr
-                .cast::<u8>()
-                .add((*m).data_off as usize)
-                .write_bytes(0xa5, 64);
+            sys::compat::mbuf_mtod(m).write_bytes(0xa5, 64);
         }
         held.push(m);
     }

@@ -35,12 +35,7 @@ struct Shared {
 fn data_u64(m: *mut sys::rte_mbuf) -> *mut u64 {
     // SAFETY: a live mbuf; its data room starts at buf_addr + data_off and
     // holds 2 KB.
-    unsafe {
-        (*m).buf_addr
-            .cast::<u8>()
-            .add((*m).data_off as usize)
-            .cast::<u64>()
-    }
+    unsafe { sys::compat::mbuf_mtod(m).cast::<u64>() }
 }
 
 /// lcore 1: allocate bursts, stamp them, pass them on.
