@@ -1,7 +1,7 @@
 //! The `ptr_ring` DPDK mempool handler.
 //!
 //! Built as `librte_mempool_ptr_ring.so`, it registers the mempool ops
-//! `ptr_ring` when loaded, so any DPDK 22.11 application uses it with
+//! `ptr_ring` when loaded, so any DPDK application (22.11, 24.11, 25.11) uses it with
 //! `-d librte_mempool_ptr_ring.so --mbuf-pool-ops-name ptr_ring`. The logic
 //! lives in the DPDK-free [`mempool`] crate; this crate only translates.
 //!
@@ -88,25 +88,26 @@ fn running_dpdk_version() -> String {
         .into_owned()
 }
 
-/// An error line when `running` ("DPDK 22.11.11") is not the DPDK release
-/// (year.month) the handler was built against; patch releases are ABI
-/// compatible and accepted.
+/// An error line when `running` ("DPDK 25.11.4") has another ABI than the
+/// DPDK the handler was built against. Releases of one ABI (24.11, 25.03 and
+/// 25.07 share 25; patch releases always do) are binary compatible, as DPDK
+/// promises its drivers, and are accepted.
 fn version_mismatch(running: &str) -> Option<String> {
-    let built = (dpdk_sys::RTE_VER_YEAR, dpdk_sys::RTE_VER_MONTH);
+    let (year, month, minor) = dpdk_sys::compat::RELEASE;
     let mut nums = running
         .trim_start_matches(|c: char| !c.is_ascii_digit())
         .split(|c: char| !c.is_ascii_digit())
         .map(|n| n.parse::<u32>().ok());
-    let run = (nums.next().flatten(), nums.next().flatten());
-    if run == (Some(built.0), Some(built.1)) {
-        return None;
+    if let (Some(Some(run_year)), Some(Some(run_month))) = (nums.next(), nums.next()) {
+        if dpdk_sys::compat::abi_of_release(run_year, run_month) == dpdk_sys::compat::ABI {
+            return None;
+        }
     }
     Some(format!(
-        "built against DPDK {}.{:02}.{}, but this process runs {running:?}: mempool ops \"{}\" \
-         not registered; rebuild the handler against this DPDK (make build)",
-        built.0,
-        built.1,
-        dpdk_sys::RTE_VER_MINOR,
+        "built against DPDK {year}.{month:02}.{minor} (ABI {}), but this process runs {running:?} \
+         of another ABI: mempool ops \"{}\" not registered; rebuild the handler against this \
+         DPDK (make build)",
+        dpdk_sys::compat::ABI,
         ops::OPS_NAME
     ))
 }
@@ -141,12 +142,22 @@ pub(crate) fn register_ops() -> bool {
             false
         }
         Err(e) => {
+            let entries = ops_sync::ops_table_entries();
             log!(
                 Level::Err,
-                "cannot register mempool ops \"{}\": {e}: DPDK's ops table holds 16 mempool \
-                 handlers and every loaded mempool driver takes one; remove a -d option or an \
-                 installed mempool driver (Debian's DPDK loads 14 from its plugin directory)",
-                ops::OPS_NAME
+                "cannot register mempool ops \"{}\": {e}: DPDK's ops table holds {} mempool \
+                 handlers and holds {} now, one per loaded mempool driver: {}. Drop a -d option \
+                 or move a mempool driver this application does not use out of EAL's plugin \
+                 directory ({})",
+                ops::OPS_NAME,
+                dpdk_sys::RTE_MEMPOOL_MAX_OPS_IDX,
+                entries.len(),
+                entries.join(", "),
+                if dpdk_sys::compat::PLUGIN_DIR.is_empty() {
+                    "none"
+                } else {
+                    dpdk_sys::compat::PLUGIN_DIR
+                }
             );
             false
         }
@@ -192,19 +203,39 @@ mod version_tests {
 
     #[test]
     fn same_release_any_patch_level_is_accepted() {
-        let v = format!(
-            "DPDK {}.{:02}.3",
-            dpdk_sys::RTE_VER_YEAR,
-            dpdk_sys::RTE_VER_MONTH
-        );
+        let (year, month, _) = dpdk_sys::compat::RELEASE;
+        let v = format!("DPDK {year}.{month:02}.3");
         assert_eq!(version_mismatch(&v), None);
+    }
+
+    #[test]
+    fn releases_of_the_same_abi_are_accepted_others_refused() {
+        let (year, month, _) = dpdk_sys::compat::RELEASE;
+        // The releases after an LTS share its ABI; the LTS a year earlier
+        // and the next one do not.
+        let lts = if month == 11 { year } else { year - 1 };
+        for same in [
+            format!("{lts}.11.9"),
+            format!("{}.03.0", lts + 1),
+            format!("{}.07.2", lts + 1),
+        ] {
+            assert_eq!(version_mismatch(&format!("DPDK {same}")), None, "{same}");
+        }
+        for other in [format!("{}.11.0", lts - 1), format!("{}.11.0", lts + 1)] {
+            assert!(
+                version_mismatch(&format!("DPDK {other}")).is_some(),
+                "{other}"
+            );
+        }
     }
 
     #[test]
     fn another_release_names_both_and_the_fix() {
         let m = version_mismatch("DPDK 99.02.0").expect("a mismatch");
         assert!(
-            m.contains("DPDK 99.02.0") && m.contains("rebuild the handler"),
+            m.contains("DPDK 99.02.0")
+                && m.contains(&format!("ABI {}", dpdk_sys::compat::ABI))
+                && m.contains("rebuild the handler"),
             "{m}"
         );
         assert!(version_mismatch("").is_some());

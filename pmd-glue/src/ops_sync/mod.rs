@@ -167,6 +167,23 @@ pub fn object_of(addr: usize) -> String {
     }
 }
 
+/// Every entry of this process's ops table, in index order, as
+/// `name (library)`: what a user reads to choose a driver to drop when the
+/// table is full.
+pub fn ops_table_entries() -> Vec<String> {
+    let mut t = Table::lock();
+    t.ops()
+        .iter()
+        .map(|o| {
+            let lib = o
+                .enqueue
+                .map_or(String::from("?"), |f| object_of(f as usize));
+            let lib = lib.rsplit('/').next().unwrap_or(&lib).to_owned();
+            format!("{} ({lib})", crate::zone::cstr_field(&o.name))
+        })
+        .collect()
+}
+
 /// File name of the object whose callbacks sit at `index` of the ops table.
 pub fn ops_origin(index: i32) -> String {
     let mut t = Table::lock();
