@@ -7,7 +7,12 @@
 #                   secondary: mb_pool_0 shows ops_name ptr_ring, sane avail;
 #   2. other-binary testpmd primary on ptr_ring, examples mp_peer secondary
 #                   (links the handler, registers one more handler before
-#                   EAL init): gets and puts mbufs of mb_pool_0, every one back;
+#                   EAL init): gets and puts mbufs of mb_pool_0, every one back.
+#                   Where the primary's ops table is full (ptr_ring in its
+#                   last slot: Debian's 24.11 and 25.11 drivers take 15 of
+#                   16), mp_peer registers nothing more and loads
+#                   librte_mempool_stack with -d first instead, which numbers
+#                   its table unlike testpmd's within the limit;
 #   3. no-ptr-ring-primary  testpmd primary without the handler (ring_mp_mc
 #                   pools), dpdk-proc-info -d secondary: mb_pool_0 shows
 #                   ring_mp_mc, and a stale ptr_ring marker file in the
@@ -36,7 +41,8 @@
 #                   registration, the second copy says so and stays unused,
 #                   mb_pool_0 runs on ptr_ring (DPDK's dump of the pool);
 #   7. missing-handler  mp_peer primary with a pool on a handler only it has
-#                   (mp_peer_extra), dpdk-proc-info -d secondary: the pool
+#                   (mp_peer_extra; in a full table it takes over the slot
+#                   of another driver), dpdk-proc-info -d secondary: the pool
 #                   shows that name, and the stub refuses it with an error
 #                   naming the handler.
 #
@@ -100,6 +106,11 @@ for l in $(ldd "$(command -v dpdk-testpmd)" | grep -o 'librte_mempool_[a-z0-9_]*
     [[ -e $pmd_dir/$l ]] && testpmd_drivers+=(-d "$pmd_dir/$l")
 done
 echo "multiprocess: mempool drivers linked into dpdk-testpmd: ${testpmd_drivers[*]:-none}"
+# Slots of DPDK's mempool ops table (rte_mempool.h).
+max_ops=$(sed -n 's/^#define RTE_MEMPOOL_MAX_OPS_IDX *\([0-9]*\).*/\1/p' \
+    "$(dirname "$(find "$(pkg-config --variable=includedir libdpdk)" -name rte_mempool.h -print -quit)")/rte_mempool.h")
+[[ -n $max_ops ]] || { fail setup "RTE_MEMPOOL_MAX_OPS_IDX not found in rte_mempool.h"; finish; }
+peer_args=()
 
 prefix_base="ptrring_mpt_$$"
 pri_pid=""
@@ -168,6 +179,14 @@ if start_primary "$p" "$log" -d "$LIB" --mbuf-pool-ops-name ptr_ring -- -i; then
         >"$logs/proc-info-ptr-ring.log" 2>&1
     rc=$?
     info=$(grep -o 'ops_index [0-9]* ops_name [a-z_0-9]*' "$logs/proc-info-ptr-ring.log" | head -1)
+    # ptr_ring registers after every other handler: in the last slot, the
+    # table is full.
+    peer_order=()
+    if [[ $info == "ops_index $((max_ops - 1)) ops_name ptr_ring" ]]; then
+        peer_order=(-d "$pmd_dir/librte_mempool_stack.so")
+        peer_args=(--no-extra)
+        echo "multiprocess: the primary's ops table is full ($max_ops handlers): mp_peer numbers its table by load order (${peer_order[*]}) instead of one more handler"
+    fi
     avail=$(grep -oE 'avail \([0-9]+\)' "$logs/proc-info-ptr-ring.log" | head -1 | tr -dc 0-9)
     if [[ $rc -eq 0 && $info == *"ops_name ptr_ring" && -n $avail && $avail -gt 0 && $avail -le 2048 ]]; then
         pass proc-info "$info, avail $avail of 2048"
@@ -176,7 +195,8 @@ if start_primary "$p" "$log" -d "$LIB" --mbuf-pool-ops-name ptr_ring -- -i; then
     fi
 
     # shellcheck disable=SC2046
-    timeout 30 "$PEER" -l 1 $(sec_eal "$p") -- --pool mb_pool_0 --gets 1024 --expect-ops ptr_ring \
+    timeout 30 "$PEER" -l 1 $(sec_eal "$p") "${peer_order[@]}" -- --pool mb_pool_0 --gets 1024 \
+        --expect-ops ptr_ring "${peer_args[@]}" \
         >"$logs/mp-peer.log" 2>&1
     rc=$?
     if [[ $rc -eq 0 ]] && grep -q 'mp_peer: OK' "$logs/mp-peer.log"; then

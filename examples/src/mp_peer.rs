@@ -4,15 +4,21 @@
 //! unlike the primary's (dpdk-testpmd loading the handler with `-d`). It
 //! looks up a pool the primary created, gets and puts mbufs, and checks that
 //! the pool runs on the expected handler and that every mbuf came back.
+//! Where DPDK's 16-entry ops table has no slot to spare (Debian's 24.11 and
+//! 25.11 plugin directories fill 15, ptr_ring the last), `--no-extra` leaves
+//! `mp_peer_extra` out: the numbering then differs by the drivers' load order
+//! alone (e.g. a `-d` driver loaded before the plugin directory).
 //!
 //! With `--primary` it is instead a primary process that registers
 //! `mp_peer_extra` after EAL init as a working handler (a renamed copy of
-//! ring_mp_mc's ops), creates the mbuf pool `--pool` on it, prints
+//! ring_mp_mc's ops; in a full table it takes over the slot of the last
+//! driver that is neither ring_mp_mc nor ptr_ring, which this process then
+//! lacks), creates the mbuf pool `--pool` on it, prints
 //! `mp_peer: ready` and waits for a line on stdin: secondaries without that
 //! handler must refuse the pool by name instead of calling another handler.
 //!
 //! ```text
-//! mp_peer [EAL args] -- --pool NAME [--gets N] [--expect-ops NAME]
+//! mp_peer [EAL args] -- --pool NAME [--gets N] [--expect-ops NAME] [--no-extra]
 //! mp_peer [EAL args] -- --primary --pool NAME
 //! ```
 //!
@@ -89,10 +95,38 @@ fn register_extra_working() -> Result<i32, String> {
     }
     // SAFETY: a valid ops struct (ring_mp_mc's callbacks); DPDK copies it.
     let i = unsafe { sys::rte_mempool_register_ops(&o) };
+    if i == -libc::ENOSPC {
+        return take_over_slot(o);
+    }
     if i < 0 {
         return Err(format!("rte_mempool_register_ops: {i}"));
     }
     Ok(i)
+}
+
+/// A full ops table: `o` replaces the last entry that is neither ring_mp_mc
+/// (the copy's callbacks) nor ptr_ring, before any pool uses it.
+fn take_over_slot(o: sys::rte_mempool_ops) -> Result<i32, String> {
+    // SAFETY: the process-local ops table, before any pool exists; entries
+    // below num_ops are set and are plain data.
+    unsafe {
+        let t = &mut *core::ptr::addr_of_mut!(sys::rte_mempool_ops_table);
+        let i = (0..t.num_ops as usize)
+            .rev()
+            .find(|&i| {
+                !matches!(
+                    zone::cstr_field(&t.ops[i].name).as_str(),
+                    "ring_mp_mc" | "ptr_ring"
+                )
+            })
+            .ok_or("ops table full and no slot to take over")?;
+        println!(
+            "mp_peer: ops table full: {EXTRA_OPS} takes over slot {i} of {}",
+            zone::cstr_field(&t.ops[i].name)
+        );
+        t.ops[i] = o;
+        Ok(i as i32)
+    }
 }
 
 /// `--primary`: a pool on `mp_peer_extra`, kept until stdin gives a line.
@@ -147,6 +181,7 @@ struct Args {
     pool: String,
     gets: usize,
     expect_ops: Option<String>,
+    no_extra: bool,
 }
 
 fn parse(app: &[String]) -> Result<Args, String> {
@@ -155,6 +190,7 @@ fn parse(app: &[String]) -> Result<Args, String> {
         pool: String::new(),
         gets: 256,
         expect_ops: None,
+        no_extra: false,
     };
     let mut it = app.iter();
     while let Some(k) = it.next() {
@@ -164,6 +200,7 @@ fn parse(app: &[String]) -> Result<Args, String> {
             "--gets" => a.gets = val()?.parse().map_err(|e| format!("--gets: {e}"))?,
             "--expect-ops" => a.expect_ops = Some(val()?),
             "--primary" => a.primary = true,
+            "--no-extra" => a.no_extra = true,
             _ => return Err(format!("unknown option {k}")),
         }
     }
@@ -214,10 +251,7 @@ fn run(a: &Args) -> Result<(), String> {
         for &m in &burst[..n] {
             // SAFETY: our mbuf; its data room is shared memory mapped here.
             unsafe {
-                (*m).buf_addr
-                    .cast::<u8>()
-                    .add((*m).data_off as usize)
-                    .write_bytes(0x5a, 64);
+                sys::compat::mbuf_mtod(m).write_bytes(0x5a, 64);
             }
         }
         held.extend_from_slice(&burst[..n]);
@@ -242,13 +276,13 @@ fn run(a: &Args) -> Result<(), String> {
 }
 
 const USAGE: &str = "\
-usage: mp_peer [EAL args] -- --pool NAME [--gets N] [--expect-ops NAME]
+usage: mp_peer [EAL args] -- --pool NAME [--gets N] [--expect-ops NAME] [--no-extra]
        mp_peer [EAL args] -- --primary --pool NAME
 
 A secondary numbered unlike its primary (it registers the handler
-mp_peer_extra first) gets and puts --gets mbufs (256) of the primary's pool
-NAME and checks it runs on --expect-ops; with --primary, creates pool NAME on
-mp_peer_extra and waits for a line on stdin.";
+mp_peer_extra first, unless --no-extra) gets and puts --gets mbufs (256) of
+the primary's pool NAME and checks it runs on --expect-ops; with --primary,
+creates pool NAME on mp_peer_extra and waits for a line on stdin.";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -265,7 +299,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let extra = if args.primary { -1 } else { register_extra() };
+    let extra = if args.primary || args.no_extra {
+        -1
+    } else {
+        register_extra()
+    };
     if let Err(e) = api::eal_init(eal) {
         eprintln!("mp_peer: {e}");
         return ExitCode::FAILURE;
@@ -280,8 +318,13 @@ fn main() -> ExitCode {
     let r = if args.primary {
         serve(&args)
     } else {
+        if args.no_extra {
+            println!("mp_peer: {EXTRA_OPS} left out (--no-extra)");
+        } else {
+            println!("mp_peer: {EXTRA_OPS} registered at {extra} before EAL init");
+        }
         println!(
-            "mp_peer: {EXTRA_OPS} registered at {extra} before EAL init; ptr_ring at {idx}; ops table {}",
+            "mp_peer: ptr_ring at {idx}; ops table {}",
             ops_table().join(",")
         );
         run(&args)
