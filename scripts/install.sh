@@ -4,8 +4,6 @@
 set -euo pipefail
 
 NAME=librte_mempool_ptr_ring
-ABI=23          # DPDK 22.11's ABI; must match the soname set in pmd-glue/build.rs
-ABI_MINOR=0
 PC_NAME=libdpdk-mempool-ptr-ring
 HEADER=rte_mempool_ptr_ring.h
 
@@ -13,18 +11,27 @@ usage() {
     cat <<EOF
 usage: scripts/install.sh [install|uninstall] [--help]
 
-install (default): copies target/release/$NAME.so (build it first with
-  'make build') into EAL's plugin directory, so that every DPDK application
-  on the host loads it without -d:
-    <plugindir>/$NAME.so.$ABI.$ABI_MINOR   stripped, with a .gnu_debuglink
-    <plugindir>/$NAME.so.$ABI, $NAME.so    symlinks
-    <PREFIX>/lib/debug<plugindir>/$NAME.so.$ABI.$ABI_MINOR.debug
-    <includedir>/$HEADER                   next to rte_mempool.h
-    <pcdir>/$PC_NAME.pc                    next to libdpdk.pc (Requires: libdpdk)
-    <PREFIX>/share/$NAME/install-manifest  what was written, for uninstall
+install (default): copies target/release/$NAME.so (build it first
+  with 'make build') into EAL's plugin directory, so that every DPDK
+  application on the host loads it without -d:
+    <plugindir>/$NAME.so.<ABI>.<minor>
+        stripped, with a .gnu_debuglink
+    <plugindir>/$NAME.so.<ABI>, <plugindir>/$NAME.so
+        symlinks
+    <PREFIX>/lib/debug<plugindir>/$NAME.so.<ABI>.<minor>.debug
+    <includedir>/$HEADER
+        next to rte_mempool.h
+    <pcdir>/$PC_NAME.pc
+        next to libdpdk.pc (Requires: libdpdk)
+    <PREFIX>/share/$NAME/install-manifest
+        what was written, for uninstall
   <plugindir> is read from the DPDK_PLUGIN_PATH string in librte_eal.so
   (where EAL itself looks); <includedir>/<pcdir> from pkg-config libdpdk.
   Paths under DPDK's prefix are moved under PREFIX.
+  <ABI> is the library's own, from its soname $NAME.so.<ABI>
+  (set by the build from the DPDK it was built against: 23 for 22.11, 25 for
+  24.11, 26 for 25.11). The installed DPDK's plugin directory is named
+  pmds-<ABI>.<minor>; a library built for another ABI is refused.
 uninstall: removes exactly the files (and the directories it created) listed
   in the manifest.
 
@@ -34,7 +41,8 @@ environment:
   LIB      library to install (default target/release/$NAME.so)
 
 WARNING: an installed plugin is loaded by every DPDK application on the host
-and takes one of the 16 mempool ops slots (Debian's drivers already use 14).
+and takes one of the 16 mempool ops slots (Debian's drivers already use 14 in
+DPDK 22.11, 15 in 24.11 and 25.11).
 EOF
 }
 
@@ -106,9 +114,18 @@ do_uninstall() {
 do_install() {
     local lib=${LIB:-$ROOT/target/release/$NAME.so}
     [ -f "$lib" ] || die "$lib not found: run 'make build' first"
-    local soname
+    # The ABI the library was built for (its soname) and the one of the
+    # installed DPDK (the name of its plugin directory) must agree.
+    local soname abi dpdk_abi abi_minor
     soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-    [ "$soname" = "$NAME.so.$ABI" ] || die "$lib has soname '$soname', expected $NAME.so.$ABI: rebuild it ('make build')"
+    abi=$(printf '%s\n' "$soname" | sed -n "s/^$NAME\\.so\\.\\([0-9][0-9]*\\)\$/\\1/p")
+    [ -n "$abi" ] || die "$lib has soname '$soname', expected $NAME.so.<ABI>: rebuild it ('make build')"
+    dpdk_abi=$(basename "$plugindir" | sed -n 's/^pmds-\([0-9][0-9]*\)\.[0-9][0-9]*$/\1/p')
+    abi_minor=$(basename "$plugindir" | sed -n 's/^pmds-[0-9][0-9]*\.\([0-9][0-9]*\)$/\1/p')
+    [ -n "$dpdk_abi" ] && [ -n "$abi_minor" ] ||
+        die "plugin directory $plugindir is not named pmds-<ABI>.<minor>: cannot tell this DPDK's ABI"
+    [ "$abi" = "$dpdk_abi" ] ||
+        die "$lib was built for ABI $abi, this DPDK's plugin directory is for ABI $dpdk_abi ($plugindir): rebuild with make build"
     [ -f "$DESTDIR$manifest" ] && die "already installed (manifest $DESTDIR$manifest): run 'make uninstall' first"
 
     [ -z "$DESTDIR" ] || mkdir -p "$DESTDIR"
@@ -124,7 +141,7 @@ do_install() {
     }
     for d in "$plugindir" "$debugdir" "$includedir" "$pcdir" "$sharedir"; do mkdirs "$d"; done
 
-    local real="$NAME.so.$ABI.$ABI_MINOR"
+    local real="$NAME.so.$abi.$abi_minor"
     local dbg="$debugdir/$real.debug"
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
@@ -136,22 +153,26 @@ do_install() {
     entries+=("f $plugindir/$real")
     install -m 644 "$tmp/$real.debug" "$DESTDIR$dbg"
     entries+=("f $dbg")
-    ln -sfn "$real" "$DESTDIR$plugindir/$NAME.so.$ABI"
-    entries+=("l $plugindir/$NAME.so.$ABI")
-    ln -sfn "$NAME.so.$ABI" "$DESTDIR$plugindir/$NAME.so"
+    ln -sfn "$real" "$DESTDIR$plugindir/$NAME.so.$abi"
+    entries+=("l $plugindir/$NAME.so.$abi")
+    ln -sfn "$NAME.so.$abi" "$DESTDIR$plugindir/$NAME.so"
     entries+=("l $plugindir/$NAME.so")
     install -m 644 "$ROOT/pmd-glue/include/$HEADER" "$DESTDIR$includedir/$HEADER"
     entries+=("f $includedir/$HEADER")
 
-    local version
+    # pmd-glue's version: its own, or the workspace's (version.workspace = true).
+    local version dpdk_version
     version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' "$ROOT/pmd-glue/Cargo.toml" | head -n1)
+    [ -n "$version" ] || version=$(awk '/^\[/ { ws = ($0 == "[workspace.package]") }
+        ws && /^version *=/ { sub(/^version *= *"/, ""); sub(/".*/, ""); print; exit }' "$ROOT/Cargo.toml")
+    dpdk_version=$(pkg-config --modversion libdpdk)
     cat >"$tmp/$PC_NAME.pc" <<EOF
 prefix=$PREFIX
 includedir=$includedir
 plugindir=$plugindir
 
 Name: DPDK mempool handler ptr_ring
-Description: ptr_ring mempool ops for DPDK 22.11 (loaded by EAL from its plugin directory; header $HEADER)
+Description: ptr_ring mempool ops for DPDK $dpdk_version (loaded by EAL from its plugin directory; header $HEADER)
 Version: ${version:-0.1.0}
 Requires: libdpdk
 Cflags: -I\${includedir}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares this machine for building and running the ptr_ring mempool handler:
-#   1. Debian packages: DPDK 22.11 (runtime, headers, dpdk-testpmd/dpdk-test,
-#      docs), libclang for bindgen, pkg-config and a C compiler;
+#   1. Debian packages: the release's DPDK (runtime, headers, dpdk-testpmd/dpdk-test,
+#      docs), libclang for bindgen, pkg-config, a C compiler, binutils, file and
+#      dpkg-dev (the install and package scripts);
 #   2. checks that cargo is there;
 #   3. 2 MB hugepages (reserved and hugetlbfs mounted) when the machine allows,
 #      else EAL's --no-huge fallback;
@@ -18,7 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
 help_if_asked "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-packages=(dpdk dpdk-dev libdpdk-dev dpdk-doc libclang-dev pkg-config gcc libc6-dev)
+packages=(dpdk dpdk-dev libdpdk-dev dpdk-doc libclang-dev pkg-config gcc libc6-dev binutils file dpkg-dev)
 want_pages=${PTR_RING_HUGEPAGES:-512}
 hp_dir=/sys/kernel/mm/hugepages/hugepages-2048kB
 hp_mount=/dev/hugepages

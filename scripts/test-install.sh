@@ -40,6 +40,16 @@ plugindir=$(strings -a "$(pkg-config --variable=libdir libdpdk)/librte_eal.so" |
 plugindir=${plugindir%%:*}
 incdir=$(dirname "$(find "$(pkg-config --variable=includedir libdpdk)" -name rte_mempool.h -print -quit)")
 pcdir=$(pkg-config --variable=pcfiledir libdpdk)
+# This DPDK's ABI, from its plugin directory (pmds-<ABI>.<minor>): the
+# installed names are $NAME.so.<ABI>.<minor>, soname $NAME.so.<ABI>.
+if [[ ${plugindir##*/} =~ ^pmds-([0-9]+)\.([0-9]+)$ ]]; then
+    abi=${BASH_REMATCH[1]} real=$NAME.so.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+else
+    echo "test-install: plugin directory '$plugindir' is not named pmds-<ABI>.<minor>" >&2
+    exit 1
+fi
+# (A library built for another ABI makes destdir_install fail: install.sh
+# refuses it, naming both ABIs.)
 
 # testpmd with $@ as extra EAL args; prints the ops name of mb_pool_0 read
 # through DPDK's telemetry (scripts/pool-ops.sh), testpmd's output in
@@ -66,22 +76,22 @@ if ! PREFIX=/usr DESTDIR=$dest bash scripts/install.sh install >"$logs/install.l
 else
     pd=$dest$plugindir
     want=$(printf '%s\n' \
-        "$plugindir/$NAME.so" "$plugindir/$NAME.so.23" "$plugindir/$NAME.so.23.0" \
-        "/usr/lib/debug$plugindir/$NAME.so.23.0.debug" "$incdir/rte_mempool_ptr_ring.h" \
+        "$plugindir/$NAME.so" "$plugindir/$NAME.so.$abi" "$plugindir/$real" \
+        "/usr/lib/debug$plugindir/$real.debug" "$incdir/rte_mempool_ptr_ring.h" \
         "$pcdir/libdpdk-mempool-ptr-ring.pc" "/usr/share/$NAME/install-manifest" | sort)
     got=$(cd "$dest" && find . ! -type d | sed 's/^\.//' | sort)
     [[ $got == "$want" ]] && pass destdir_files || fail destdir_files "got: $(echo $got)"
-    son=$(readelf -d "$pd/$NAME.so.23.0" | sed -n 's/.*soname: \[\(.*\)\]/\1/p')
-    [[ $son == "$NAME.so.23" ]] && pass destdir_soname "$son" || fail destdir_soname "'$son'"
-    if file -L "$pd/$NAME.so.23.0" | grep -q ', stripped' &&
-        readelf -S "$pd/$NAME.so.23.0" | grep -q gnu_debuglink &&
-        ! readelf -S "$pd/$NAME.so.23.0" | grep -q '\.debug_info' &&
-        readelf -S "$dest/usr/lib/debug$plugindir/$NAME.so.23.0.debug" | grep -q '\.debug_info'; then
+    son=$(readelf -d "$pd/$real" | sed -n 's/.*soname: \[\(.*\)\]/\1/p')
+    [[ $son == "$NAME.so.$abi" ]] && pass destdir_soname "$son" || fail destdir_soname "'$son'"
+    if file -L "$pd/$real" | grep -q ', stripped' &&
+        readelf -S "$pd/$real" | grep -q gnu_debuglink &&
+        ! readelf -S "$pd/$real" | grep -q '\.debug_info' &&
+        readelf -S "$dest/usr/lib/debug$plugindir/$real.debug" | grep -q '\.debug_info'; then
         pass destdir_stripped "debug info in /usr/lib/debug, .gnu_debuglink set"
     else
-        fail destdir_stripped "$(file -L "$pd/$NAME.so.23.0")"
+        fail destdir_stripped "$(file -L "$pd/$real")"
     fi
-    [[ $(readlink "$pd/$NAME.so") == "$NAME.so.23" && $(readlink "$pd/$NAME.so.23") == "$NAME.so.23.0" ]] &&
+    [[ $(readlink "$pd/$NAME.so") == "$NAME.so.$abi" && $(readlink "$pd/$NAME.so.$abi") == "$real" ]] &&
         pass destdir_symlinks || fail destdir_symlinks "$(ls -l "$pd")"
     cf=$(PKG_CONFIG_PATH=$dest$pcdir PKG_CONFIG_SYSROOT_DIR=$dest pkg-config --cflags libdpdk-mempool-ptr-ring 2>&1) &&
         [[ $cf == *"-I$dest$incdir"* ]] && pass destdir_pkgconfig "$cf" || fail destdir_pkgconfig "$cf"
