@@ -3,7 +3,8 @@
 
 CARGO ?= cargo
 
-.PHONY: all setup build test demo soak bench clean install uninstall loom-deep test-valgrind
+.PHONY: all setup build test test-core test-dpdk test-releases demo soak bench clean install uninstall \
+	deb loom-deep test-valgrind
 
 all: build
 
@@ -14,11 +15,26 @@ setup:
 build: setup
 	$(CARGO) build --release --workspace
 
-test: build
-	$(CARGO) test --release --workspace
+# Every test: the DPDK-free core once, then the DPDK-facing suite against
+# this machine's DPDK. `make test-releases` runs the DPDK-facing suite
+# against the other LTS releases too.
+test: build test-core test-dpdk
+
+# The DPDK-free core (ring, caches, accounting): unit and stress tests, the
+# loom models, Miri, the shutdown tests under valgrind. Nothing here links
+# DPDK, so it runs once whatever the release.
+test-core: build
+	$(CARGO) test --release -p mempool
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
 		--test loom_ptr_ring --test loom_ring_room --test loom_pool
 	CARGO=$(CARGO) bash mempool/scripts/miri.sh
+	bash mempool/scripts/valgrind.sh
+
+# Everything that runs against DPDK: the bindings' and the handler's EAL
+# tests, DPDK's own autotests, real PMDs, multi-process, port shutdown, the
+# soak, install and the Debian package.
+test-dpdk: build
+	$(CARGO) test --release --workspace --exclude mempool
 	TEST_DPDK_SKIP_CARGO=1 bash scripts/test-dpdk.sh
 	bash scripts/test-pmds.sh
 	bash scripts/test-multiprocess.sh
@@ -26,7 +42,19 @@ test: build
 	./target/release/port_shutdown --cache 256
 	bash scripts/soak.sh 10
 	bash scripts/test-install.sh
-	bash mempool/scripts/valgrind.sh
+	bash scripts/test-deb.sh
+
+# The DPDK-facing suite (make test-dpdk) in a Debian root of each other LTS
+# release that Debian ships (scripts/dpdk-root.sh: trixie has DPDK 24.11,
+# forky 25.11), made on first use. Runs every root, then fails if one did.
+RELEASE_ROOTS ?= trixie forky
+test-releases:
+	@failed=""; for r in $(RELEASE_ROOTS); do \
+		echo "== make test-dpdk in the $$r root"; \
+		bash scripts/dpdk-root.sh $$r $(MAKE) test-dpdk || failed="$$failed $$r"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-releases: failed in:$$failed"; exit 1; fi; \
+	echo "test-releases: passed in $(RELEASE_ROOTS)"
 
 # Into EAL's plugin directory (every DPDK application on the host loads it),
 # header and pkg-config file next to DPDK's; PREFIX (/usr) and DESTDIR apply.
@@ -59,6 +87,10 @@ soak: build
 
 demo: build
 	bash scripts/demo.sh
+
+# A Debian package of the handler for this machine's DPDK -> build/deb/
+deb: build
+	bash scripts/deb.sh
 
 clean:
 	$(CARGO) clean
