@@ -18,6 +18,10 @@
 #       testpmd's `dump_mempool`, dpdk-test's mempool_autotest) in LOG:
 #       "mempool <POOL>@..." followed by "  ops_name: <NAME>". Prints the
 #       distinct names found for POOL, one a line.
+#   testpmd_dump_mempool POOL
+#       The testpmd command that prints DPDK's dump of POOL: `dump_mempool
+#       POOL` up to 24.11, `dump mempool POOL` in 25.11 (whichever the
+#       installed dpdk-testpmd knows).
 #   tel_query PREFIX COMMAND...
 #       Sends each command to the telemetry socket of PREFIX, prints one JSON
 #       reply a line.
@@ -36,6 +40,16 @@
 # populated in /mempool/info (populated_size == size): DPDK lists a pool from
 # rte_mempool_create_empty on, before rte_mempool_set_ops_byname has set its
 # ops, and populates it only afterwards.
+
+testpmd_dump_mempool() {
+    # (grep reads to the end: grep -q would stop strings early, and SIGPIPE
+    # fails the pipe in scripts with pipefail.)
+    if [[ -n $(strings -a "$(command -v dpdk-testpmd)" | grep '^dump mempool') ]]; then
+        echo "dump mempool $1"
+    else
+        echo "dump_mempool $1"
+    fi
+}
 
 dpdk_runtime_dir() {
     local run=${RUNTIME_DIRECTORY:-}

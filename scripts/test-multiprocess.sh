@@ -166,7 +166,9 @@ start_primary() {
 }
 
 # secondary EAL arguments for PREFIX
-sec_eal() { echo "--proc-type=secondary --file-prefix $1 --no-pci --no-telemetry --log-level=pmd.mempool.ptr_ring:debug"; }
+# (dpdk-proc-info and dpdk-pdump add --proc-type=secondary themselves, and
+# 25.11's argument parser refuses it twice; mp_peer is given it.)
+sec_eal() { echo "--file-prefix $1 --no-pci --no-telemetry --log-level=pmd.mempool.ptr_ring:debug"; }
 
 handshake_lines() { grep -ho 'PTR_RING: ops table synchronised with the primary.*' "$@" 2>/dev/null; }
 
@@ -195,7 +197,7 @@ if start_primary "$p" "$log" -d "$LIB" --mbuf-pool-ops-name ptr_ring -- -i; then
     fi
 
     # shellcheck disable=SC2046
-    timeout 30 "$PEER" -l 1 $(sec_eal "$p") "${peer_order[@]}" -- --pool mb_pool_0 --gets 1024 \
+    timeout 30 "$PEER" -l 1 --proc-type=secondary $(sec_eal "$p") "${peer_order[@]}" -- --pool mb_pool_0 --gets 1024 \
         --expect-ops ptr_ring "${peer_args[@]}" \
         >"$logs/mp-peer.log" 2>&1
     rc=$?
@@ -356,7 +358,7 @@ cp "$LIB" "$dup/"
 log=$logs/two-copies.log
 # testpmd's dump_mempool prints DPDK's dump of the pool, with its ops name.
 # shellcheck disable=SC2086 # EAL_MEM is a list of arguments
-printf '%s\n' "dump_mempool mb_pool_0" quit | timeout 60 dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 \
+printf '%s\n' "$(testpmd_dump_mempool mb_pool_0)" quit | timeout 60 dpdk-testpmd -l 0-1 $EAL_MEM --no-pci --vdev net_null0 \
     -d "$LIB" -d "$dup/$(basename "$LIB")" --mbuf-pool-ops-name ptr_ring \
     --log-level=pmd.mempool.ptr_ring:debug -- -i --total-num-mbufs=2048 >"$log" 2>&1
 rc=$?
