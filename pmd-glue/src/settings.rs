@@ -22,6 +22,10 @@ use mempool::config::MAX_CACHE_SIZE;
 use crate::log;
 use crate::log::Level;
 
+// The DPDK-free core keeps DPDK's bound on a cache as a number of its own;
+// a DPDK release that changes it fails this build instead of diverging.
+const _: () = assert!(MAX_CACHE_SIZE == dpdk_sys::RTE_MEMPOOL_CACHE_MAX_SIZE as usize);
+
 /// The settings in force.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Settings {
