@@ -5,6 +5,13 @@
 //! work; the ops dispatch, `rte_mempool_get_bulk`/`put_bulk` and the
 //! benchmark loop cost the same for both. `mempool_bench` registers it in its
 //! own process (`--handlers ...,floor_lifo`) and runs it only on one lcore.
+//!
+//! DPDK's ops table has `RTE_MEMPOOL_MAX_OPS_IDX` (16) slots and every
+//! mempool driver EAL loads takes one: Debian's plugin directory holds 14
+//! handlers in 22.11 and 15 from 24.11 on, and `ptr_ring` takes the next. So
+//! the reference registers after `rte_eal_init` (every driver and `-d`
+//! plugin has its slot by then) and only where a slot is still free
+//! ([`register_if_room`]); otherwise the benchmark leaves its rows out.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::ptr::null_mut;
@@ -110,8 +117,44 @@ unsafe extern "C" fn get_count(mp: *const sys::rte_mempool) -> c_uint {
     unsafe { (*(*mp).__bindgen_anon_1.pool_data.cast::<Stack>()).len as c_uint }
 }
 
-/// Registers the reference handler in this process's ops table (once). Returns its index.
-pub fn register() -> Result<i32, String> {
+/// How [`register_if_room`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    /// Registered at this index of the ops table.
+    Registered(i32),
+    /// Not registered: the table already held `used` of its `max` entries.
+    NoRoom {
+        /// Entries in this process's ops table.
+        used: u32,
+        /// `RTE_MEMPOOL_MAX_OPS_IDX`.
+        max: u32,
+    },
+}
+
+impl Registration {
+    /// The value of the `floor_lifo=` field of `mempool_bench`'s parameter
+    /// line: `registered`, or `no-room-USED-of-MAX`.
+    pub fn field(&self) -> String {
+        match self {
+            Registration::Registered(_) => "registered".into(),
+            Registration::NoRoom { used, max } => format!("no-room-{used}-of-{max}"),
+        }
+    }
+}
+
+/// Registers the reference handler in this process's ops table when a slot
+/// is free. Call it once, after `rte_eal_init` (every mempool driver of
+/// EAL's plugin directory and every `-d` plugin has registered by then).
+pub fn register_if_room() -> Result<Registration, String> {
+    let max = sys::RTE_MEMPOOL_MAX_OPS_IDX;
+    // SAFETY: DPDK's process-local table; nothing else registers ops in
+    // this process once rte_eal_init has returned (a plain u32 read).
+    let used = unsafe {
+        core::ptr::read_volatile(core::ptr::addr_of!(sys::rte_mempool_ops_table.num_ops))
+    };
+    if used >= max {
+        return Ok(Registration::NoRoom { used, max });
+    }
     // SAFETY: all-zero is a valid rte_mempool_ops (null callbacks, empty name).
     let mut ops: sys::rte_mempool_ops = unsafe { core::mem::zeroed() };
     for (d, s) in ops.name.iter_mut().zip(NAME.bytes()) {
@@ -124,8 +167,11 @@ pub fn register() -> Result<i32, String> {
     ops.get_count = Some(get_count);
     // SAFETY: a valid ops struct; DPDK copies it into its table.
     let idx = unsafe { sys::rte_mempool_register_ops(&ops) };
+    if idx == -libc::ENOSPC {
+        return Ok(Registration::NoRoom { used: max, max });
+    }
     if idx < 0 {
         return Err(format!("rte_mempool_register_ops({NAME}): {idx}"));
     }
-    Ok(idx)
+    Ok(Registration::Registered(idx))
 }

@@ -36,9 +36,10 @@ pub struct E2eRuns {
     pub rounds: Vec<(u32, f64)>,
 }
 
-/// One `mempool_perf_autotest` line: (handler, cores, get bulk, put bulk,
-/// keep, constant_n) -> objects/s.
-pub type AutotestKey = (String, u32, u32, u32, u32, u32);
+/// One `mempool_perf_autotest` case: (handler, cores, max bulk, get bulk,
+/// put bulk, keep, constant_n) -> objects/s. Max bulk 0: fixed bulks; above
+/// 0 (DPDK 25.07 on): random bulks from 1 to it, get and put bulk 0.
+pub type AutotestKey = (String, u32, u32, u32, u32, u32, u32);
 
 #[derive(Default)]
 pub struct Data {
@@ -65,15 +66,18 @@ impl Data {
             }
         }
         for line in read_lines(&dir.join("autotest.csv")) {
-            // autotest,<handler>,<cores>,<get>,<put>,<keep>,<constant_n>,<objects/s>
+            // autotest2,<handler>,<cores>,<max_bulk>,<get>,<put>,<keep>,<constant_n>,<objects/s>
+            // autotest,<handler>,<cores>,<get>,<put>,<keep>,<constant_n>,<objects/s> (before max_bulk)
             let f: Vec<&str> = line.split(',').collect();
-            if let ["autotest", h, c, g, p, k, n, rate] = f.as_slice() {
-                let num = |s: &str| s.parse::<u32>().ok();
-                if let (Some(c), Some(g), Some(p), Some(k), Some(n), Ok(r)) =
-                    (num(c), num(g), num(p), num(k), num(n), rate.parse::<f64>())
-                {
-                    d.autotest.insert((h.to_string(), c, g, p, k, n), r);
-                }
+            let (h, nums, rate) = match f.as_slice() {
+                ["autotest2", h, c, m, g, p, k, n, rate] => (h, [*c, m, g, p, k, n], rate),
+                ["autotest", h, c, g, p, k, n, rate] => (h, [*c, "0", g, p, k, n], rate),
+                _ => continue,
+            };
+            let nums: Option<Vec<u32>> = nums.iter().map(|s| s.parse().ok()).collect();
+            if let (Some([c, m, g, p, k, n]), Ok(r)) = (nums.as_deref(), rate.parse::<f64>()) {
+                d.autotest
+                    .insert((h.to_string(), *c, *m, *g, *p, *k, *n), r);
             }
         }
         for line in read_lines(&dir.join("meta.env")) {
@@ -302,4 +306,23 @@ pub fn e2e_keys(d: &Data) -> Vec<&E2eKey> {
         )
     });
     keys
+}
+
+/// The DPDK release (`22.11`, `24.11`, ...) of a version text such as
+/// `24.11.8 (Debian trixie packages, ...)`: its first two numbers.
+pub fn release_of(version: &str) -> Option<String> {
+    let v = version.split_whitespace().next()?;
+    let mut it = v.split('.');
+    let (major, minor) = (it.next()?, it.next()?);
+    let num = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (num(major) && num(minor)).then(|| format!("{major}.{minor}"))
+}
+
+/// The DPDK release the run measured (`dpdk_release=` of `meta.env`, else
+/// read from `dpdk=`).
+pub fn release(d: &Data) -> Option<String> {
+    d.meta
+        .get("dpdk_release")
+        .and_then(|r| release_of(r))
+        .or_else(|| d.meta.get("dpdk").and_then(|v| release_of(v)))
 }

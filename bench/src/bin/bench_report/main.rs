@@ -1,14 +1,19 @@
-//! `bench_report`: turns the raw results of `bench/run.sh` into
-//! `bench/RESULTS.md` and the chart of the ratios. Run `bench_report --help`.
+//! `bench_report`: turns the raw results of `bench/run.sh` into the full
+//! report of the run and the chart of its ratios, and (`--index`) into its
+//! DPDK release's section of `bench/RESULTS.md` (`index`), the full report
+//! and chart going to `bench/results/dpdk-<release>/`. Run
+//! `bench_report --help`.
 //!
 //! Reads, under `--dir`: `mempool.csv` and `e2e.csv` (see `bench::record`;
 //! format 2, format 1 still read), `autotest.csv` (DPDK's
-//! `mempool_perf_autotest`, parsed by `bench/run.sh`), `meta.env`
+//! `mempool_perf_autotest`, parsed by `bench/run.sh`; `autotest2` lines,
+//! `autotest` lines still read), `meta.env`
 //! (`KEY=VALUE` lines about the machine and the run), `monitor.log` (other
 //! processes' CPU use sampled during the run) and `profile/*.txt`.
 
 mod chart;
 mod data;
+mod index;
 mod machine;
 mod tables;
 
@@ -22,10 +27,15 @@ use data::Data;
 const HELP: &str = "\
 bench_report: RESULTS.md and the ratio chart from the raw results of bench/run.sh
 
-usage: bench_report [--dir DIR] [--out RESULTS.md] [--svg CHART.svg] [--notes NOTES.md]
+usage: bench_report [--dir DIR] --index bench/RESULTS.md [--notes NOTES.md]
+       bench_report [--dir DIR] [--out RESULTS.md] [--svg CHART.svg] [--notes NOTES.md]
        bench_report [--dir DIR] --missed
 
   --dir DIR      raw results (default build/bench)
+  --index PATH   the summary with one section per DPDK release: write this run's
+                 full report and chart to results/dpdk-<release>/{RESULTS.md,ratios.svg}
+                 next to PATH, and its release's section into PATH (the other
+                 releases' sections are kept)
   --out PATH     write the report there (default: stdout)
   --svg PATH     write the chart there
   --notes PATH   append this hand-written analysis as the closing note
@@ -38,6 +48,7 @@ struct Args {
     out: Option<PathBuf>,
     svg: Option<PathBuf>,
     notes: Option<PathBuf>,
+    index: Option<PathBuf>,
     missed: bool,
 }
 
@@ -48,6 +59,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         out: None,
         svg: None,
         notes: None,
+        index: None,
         missed: false,
     };
     let mut p = lexopt::Parser::from_env();
@@ -57,6 +69,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("out") => a.out = Some(p.value()?.into()),
             Long("svg") => a.svg = Some(p.value()?.into()),
             Long("notes") => a.notes = Some(p.value()?.into()),
+            Long("index") => a.index = Some(p.value()?.into()),
             Long("missed") => a.missed = true,
             Short('h') | Long("help") => {
                 print!("{HELP}");
@@ -89,7 +102,15 @@ fn main() -> ExitCode {
         eprintln!("bench_report: no results under {}", a.dir.display());
         return ExitCode::FAILURE;
     }
-    match run(&a, &d) {
+    let result = match &a.index {
+        Some(index) if a.out.is_some() || a.svg.is_some() => Err(format!(
+            "--index {} writes the report and chart itself: drop --out and --svg",
+            index.display()
+        )),
+        Some(index) => run_index(&a, &d, index),
+        None => run(&a, &d),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench_report: {e}");
@@ -118,7 +139,7 @@ fn run(a: &Args, d: &Data) -> Result<(), String> {
         .notes
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok());
-    let text = tables::report(d, notes.as_deref(), svg_name.as_deref());
+    let text = tables::report(d, notes.as_deref(), svg_name.as_deref(), None);
     match &a.out {
         Some(p) => {
             std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -126,7 +147,53 @@ fn run(a: &Args, d: &Data) -> Result<(), String> {
         }
         None => print!("{text}"),
     }
-    // Verdicts on stderr, for the run's log.
+    verdicts(d);
+    Ok(())
+}
+
+/// The full report and chart into the release's folder next to `index`,
+/// and the release's section into `index`.
+fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> {
+    let release = data::release(d).ok_or_else(|| {
+        format!(
+            "{}: meta.env names no DPDK release (dpdk=)",
+            a.dir.display()
+        )
+    })?;
+    let dir = index::release_dir(index, &release);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let svg = dir.join(index::CHART);
+    chart::write(d, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
+    let notes = a
+        .notes
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let report = dir.join(index::REPORT);
+    let text = tables::report(
+        d,
+        notes.as_deref(),
+        Some(index::CHART),
+        Some(&index::back_link(index)),
+    );
+    std::fs::write(&report, text).map_err(|e| format!("{}: {e}", report.display()))?;
+    eprintln!(
+        "bench_report: wrote {} and {}",
+        report.display(),
+        svg.display()
+    );
+    for line in index::update(index, &index::Section::of_run(d, &release))? {
+        eprintln!("bench_report: {line}");
+    }
+    eprintln!(
+        "bench_report: wrote DPDK {release}'s section of {}",
+        index.display()
+    );
+    verdicts(d);
+    Ok(())
+}
+
+/// Verdicts on stderr, for the run's log.
+fn verdicts(d: &Data) {
     for (prefix, c) in data::all_rows(d) {
         if let (Some(t), Some(v)) = (c.target, c.verdict) {
             let p = c.paired.map_or("-".into(), |p| {
@@ -141,5 +208,4 @@ fn run(a: &Args, d: &Data) -> Result<(), String> {
             );
         }
     }
-    Ok(())
 }

@@ -20,9 +20,16 @@ const HANDLER_ORDER: &[&str] = &[
     "floor_lifo",
 ];
 
-pub fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
+/// The full report of one run. `index`: where the per-release summary
+/// (`bench/RESULTS.md`) lies, relative to the report, when it has one.
+pub fn report(
+    d: &Data,
+    notes: Option<&str>,
+    svg_name: Option<&str>,
+    index: Option<&str>,
+) -> String {
     let mut o = String::new();
-    header(&mut o, d);
+    header(&mut o, d, index);
     machine(&mut o, d);
     targets(&mut o, d, svg_name);
     let groups: BTreeSet<Group> = d.mempool.keys().map(|k| k.group).collect();
@@ -40,17 +47,33 @@ pub fn report(d: &Data, notes: Option<&str>, svg_name: Option<&str>) -> String {
     o
 }
 
-fn header(w: &mut String, d: &Data) {
-    let _ = writeln!(
-        w,
-        "# Benchmark results: `ptr_ring` against DPDK's `ring_mp_mc`\n"
-    );
+fn header(w: &mut String, d: &Data, index: Option<&str>) {
+    match data::release(d) {
+        Some(r) => {
+            let _ = writeln!(
+                w,
+                "# Benchmark results on DPDK {r}: `ptr_ring` against DPDK's `ring_mp_mc`\n"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                w,
+                "# Benchmark results: `ptr_ring` against DPDK's `ring_mp_mc`\n"
+            );
+        }
+    }
+    if let Some(i) = index {
+        let _ = writeln!(
+            w,
+            "One run on one DPDK release; [the summary]({i}) has a section per release measured.\n"
+        );
+    }
     if d.meta("quick") == "1" {
         let _ = writeln!(
             w,
             "> **SMOKE RUN (`BENCH_QUICK=1`, few and short rounds, machine not checked for \
              quiet): these numbers only show that the benchmark works. They are not results; \
-             `make bench` on a quiet machine replaces this file.**\n"
+             a full run of the benchmark on a quiet machine replaces this file.**\n"
         );
     }
     let _ = writeln!(
@@ -126,44 +149,13 @@ fn targets(w: &mut String, d: &Data, svg_name: Option<&str>) {
          the objects) are controls: listed, never counted as met.\n",
         data::OFF_PATH * 100.0
     );
-    let _ = writeln!(
-        w,
-        "| row | ratio [95% CI] | target | verdict | in words |\n|---|---|---|---|---|"
-    );
-    let rows = data::all_rows(d);
-    for (prefix, c) in &rows {
-        if c.target.is_none() && !c.control {
-            continue;
-        }
-        let (unit, scale) = if prefix.starts_with("e2e") {
-            ("Mpps", 1.0)
-        } else {
-            ("M/s", 1e6)
-        };
-        let (target, verdict) = match c.target {
-            Some(t) => (t.describe(), c.verdict.map_or("no data", Verdict::label)),
-            None => (
-                "-".into(),
-                "control: the handler was not called, not counted",
-            ),
-        };
-        let _ = writeln!(
-            w,
-            "| {prefix}{} | {} | {target} | {verdict} | {} |",
-            c.label,
-            fmt_ci(c),
-            c.statement(unit, scale)
-        );
+    let _ = writeln!(w, "{TARGETS_HEAD}");
+    let cells = target_cells(d);
+    for c in &cells {
+        let _ = writeln!(w, "{}", c.line());
     }
-    let count = |v: Verdict| rows.iter().filter(|(_, c)| c.verdict == Some(v)).count();
-    let _ = writeln!(
-        w,
-        "\n{} targets met, {} equal within noise (not counted as met), {} not shown (median reaches the target, CI contains 1.0), {} missed.\n",
-        count(Verdict::Met),
-        count(Verdict::WithinNoise),
-        count(Verdict::NotShown),
-        count(Verdict::Missed)
-    );
+    let _ = writeln!(w, "\n{}\n", verdict_counts(&cells));
+    let rows = data::all_rows(d);
     let floor: Vec<f64> = rows
         .iter()
         .filter(|(_, c)| c.control)
@@ -186,6 +178,77 @@ fn targets(w: &mut String, d: &Data, svg_name: Option<&str>) {
     }
 }
 
+/// Header of the targets table (the full report's and the summary's).
+pub const TARGETS_HEAD: &str =
+    "| row | ratio [95% CI] | target | verdict | in words |\n|---|---|---|---|---|";
+
+/// The cells of one row of the targets table: row, ratio, target, verdict,
+/// in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetCells(pub [String; 5]);
+
+impl TargetCells {
+    /// The markdown line.
+    pub fn line(&self) -> String {
+        format!("| {} |", self.0.join(" | "))
+    }
+
+    /// Reads a line written by [`TargetCells::line`] (a row of the targets
+    /// table of any report this generator wrote).
+    pub fn parse(line: &str) -> Option<TargetCells> {
+        let inner = line.trim().strip_prefix("| ")?.strip_suffix(" |")?;
+        let v: Vec<String> = inner.split(" | ").map(String::from).collect();
+        let cells: [String; 5] = v.try_into().ok()?;
+        (!cells[0].starts_with("---") && cells[0] != "row").then_some(TargetCells(cells))
+    }
+
+    /// The row, e.g. `nocache: 1 lcore, bulk 1, 128 kept`.
+    pub fn row(&self) -> &str {
+        &self.0[0]
+    }
+}
+
+/// Every row with a target or a control flag, mempool rows first.
+pub fn target_cells(d: &Data) -> Vec<TargetCells> {
+    data::all_rows(d)
+        .iter()
+        .filter(|(_, c)| c.target.is_some() || c.control)
+        .map(|(prefix, c)| {
+            let (unit, scale) = if prefix.starts_with("e2e") {
+                ("Mpps", 1.0)
+            } else {
+                ("M/s", 1e6)
+            };
+            let (target, verdict) = match c.target {
+                Some(t) => (t.describe(), c.verdict.map_or("no data", Verdict::label)),
+                None => (
+                    "-".into(),
+                    "control: the handler was not called, not counted",
+                ),
+            };
+            TargetCells([
+                format!("{prefix}{}", c.label),
+                fmt_ci(c),
+                target,
+                verdict.to_string(),
+                c.statement(unit, scale),
+            ])
+        })
+        .collect()
+}
+
+/// "N targets met, ..." over these rows (read from their verdict cells).
+pub fn verdict_counts(cells: &[TargetCells]) -> String {
+    let count = |v: Verdict| cells.iter().filter(|c| c.0[3] == v.label()).count();
+    format!(
+        "{} targets met, {} equal within noise (not counted as met), {} not shown (median reaches the target, CI contains 1.0), {} missed.",
+        count(Verdict::Met),
+        count(Verdict::WithinNoise),
+        count(Verdict::NotShown),
+        count(Verdict::Missed)
+    )
+}
+
 fn mempool_intro(w: &mut String, d: &Data) {
     let _ = writeln!(
         w,
@@ -206,15 +269,43 @@ fn mempool_intro(w: &mut String, d: &Data) {
          again. \"Handler share\": objects `ptr_ring`'s own counters saw it hand out, per object \
          the application got (0: DPDK's cache served everything). \"Fast / slow\": the median \
          ratio over the rounds in which `ring_mp_mc` ran at or above / below its median rate \
-         (this VM has two speed modes that move every handler at once). `floor_lifo` is an \
-         unsynchronised single-thread stack registered by the benchmark: a reference for the ops \
-         interface's own cost, not a floor where a handler beats it.\n",
+         (this VM has two speed modes that move every handler at once). {}\n",
         d.meta("pool_size"),
         d.meta("warmup"),
         d.meta("rounds"),
         d.meta("secs"),
         d.meta("handoff_ring"),
+        floor_note(d),
     );
+}
+
+/// What the run did with the `floor_lifo` reference (the `floor_lifo=`
+/// field of `mempool_bench`'s parameter line).
+pub fn floor_note(d: &Data) -> String {
+    let what = "`floor_lifo` is an unsynchronised single-thread stack registered by the benchmark: \
+                a reference for the ops interface's own cost, not a floor where a handler beats it.";
+    match (
+        floor_skipped(d),
+        d.meta.get("floor_lifo").map(String::as_str),
+    ) {
+        (Some(why), _) => format!("{what} {why}"),
+        (None, Some("not-asked")) => {
+            "`floor_lifo` (the single-thread reference) was not asked for.".into()
+        }
+        _ => what.into(),
+    }
+}
+
+/// Why `floor_lifo` did not run, when DPDK's ops table had no slot for it.
+pub fn floor_skipped(d: &Data) -> Option<String> {
+    let v = d.meta.get("floor_lifo")?;
+    let rest = v.strip_prefix("no-room-")?;
+    let (used, max) = rest.split_once("-of-").unwrap_or(("?", "?"));
+    Some(format!(
+        "`floor_lifo` did not run on this release: DPDK's mempool ops table was full ({used} of its \
+         {max} slots: every mempool driver of Debian's plugin directory takes one, and `ptr_ring` \
+         the last), so its rows are left out."
+    ))
 }
 
 fn handlers_in(d: &Data, g: Group) -> Vec<String> {
@@ -393,53 +484,156 @@ fn e2e(w: &mut String, d: &Data) {
     let _ = writeln!(w);
 }
 
+/// `mempool_perf_autotest` cases with both handlers: (cores, max bulk, get,
+/// put, keep, constant n, ring_mp_mc rate, ptr_ring rate).
+pub fn autotest_pairs(d: &Data) -> Vec<([u32; 6], f64, f64)> {
+    d.autotest
+        .iter()
+        .filter(|(k, _)| k.0 == BASELINE)
+        .filter_map(|((_, c, m, g, p, k, n), r)| {
+            let ours = d
+                .autotest
+                .get(&(OURS.to_string(), *c, *m, *g, *p, *k, *n))?;
+            Some(([*c, *m, *g, *p, *k, *n], *r, *ours))
+        })
+        .collect()
+}
+
+/// One line on the autotest's ratios (overall and per core count), or why it
+/// did not run; `None` when neither is known.
+pub fn autotest_summary(d: &Data) -> Option<String> {
+    let pairs = autotest_pairs(d);
+    let ratios: Vec<f64> = pairs.iter().map(|(_, r, o)| o / r).collect();
+    let Some(all) = Summary::of(&ratios) else {
+        return d
+            .meta
+            .get("autotest_skip")
+            .map(|why| format!("`mempool_perf_autotest` {why}."));
+    };
+    let cores: BTreeSet<u32> = pairs.iter().map(|(k, _, _)| k[0]).collect();
+    let per: Vec<String> = cores
+        .iter()
+        .filter_map(|c| {
+            let v: Vec<f64> = pairs
+                .iter()
+                .filter(|(k, _, _)| k[0] == *c)
+                .map(|(_, r, o)| o / r)
+                .collect();
+            Summary::of(&v).map(|s| {
+                format!(
+                    "{c} core{}: median {:.2}x over {} cases ({:.2}x-{:.2}x)",
+                    if *c == 1 { "" } else { "s" },
+                    s.median,
+                    s.n,
+                    s.min,
+                    s.max
+                )
+            })
+        })
+        .collect();
+    Some(format!(
+        "`mempool_perf_autotest`, no cache on either side: ptr_ring / ring_mp_mc median {:.2}x over {} cases, range {:.2}x-{:.2}x; {}.",
+        all.median,
+        all.n,
+        all.min,
+        all.max,
+        per.join("; ")
+    ))
+}
+
+/// Rows above this go into a folded block.
+const AUTOTEST_OPEN_ROWS: usize = 150;
+
 fn autotest(w: &mut String, d: &Data) {
-    if d.autotest.is_empty() {
+    let pairs = autotest_pairs(d);
+    if pairs.is_empty() {
+        if let Some(why) = d.meta.get("autotest_skip") {
+            let _ = writeln!(
+                w,
+                "## DPDK's own `mempool_perf_autotest`\n\n{}\n",
+                why.replace('|', "\\|")
+            );
+        }
         return;
     }
     let _ = writeln!(w, "## DPDK's own `mempool_perf_autotest`\n");
     let _ = writeln!(w, "```\n{}\n```\n", d.meta("autotest_cmd"));
-    let _ = writeln!(
-        w,
-        "DPDK's unit test `dpdk-test` runs its `mp_nocache` pool (`ring_mp_mc`, no cache) and then \
-         its `default_pool` (the `--mbuf-pool-ops-name` handler: `ptr_ring`, with \
-         `PTR_RING_CACHE_SIZE=0`, DPDK cache 0: like for like) in the same process. It times every \
-         case for 5 s; to fit the run, `bench/autotest-clock.c` (`LD_PRELOAD`) makes the test's \
-         clock {}x slower, so every case runs 5 s / {} and the printed rates are {}x too low: the \
-         table multiplies them back. The test is stopped once both pools' no-cache sections \
-         printed. Rates in M objects/s.\n",
-        d.meta("autotest_scale"),
-        d.meta("autotest_scale"),
-        d.meta("autotest_scale")
-    );
-    let _ = writeln!(w, "| cores | get bulk | put bulk | keep | constant n | ring_mp_mc | ptr_ring | ratio |\n|---|---|---|---|---|---|---|---|");
-    let mut ratios = Vec::new();
-    for ((h, c, g, p, k, n), r) in &d.autotest {
-        if h != BASELINE {
-            continue;
-        }
-        let ours = d.autotest.get(&(OURS.to_string(), *c, *g, *p, *k, *n));
-        let ratio = ours.map(|o| o / r);
-        ratios.extend(ratio);
+    let scale = d.meta("autotest_scale");
+    let pools = d.meta("autotest_pools");
+    let ours_pool = pools.split_whitespace().nth(1).unwrap_or("default_pool");
+    let how = match d.meta("autotest_format") {
+        "24.11" | "25.07" => format!(
+            "DPDK's unit test `dpdk-test` runs, for each core count in a process of its own \
+             (`mempool_perf_autotest_1core`, `_2cores`: the `TEST`s above), its pool `perf_test_nocache` (`ring_mp_mc`, \
+             no cache) and then its `{ours_pool}` (the `--mbuf-pool-ops-name` handler: `ptr_ring`, \
+             with `PTR_RING_CACHE_SIZE=0`, DPDK cache 0: like for like). It times every case for 1 s \
+             and computes its rate from the cycles it measured and its timer frequency; to fit the \
+             run, `bench/autotest-clock.c` (`LD_PRELOAD`) makes that frequency {scale}x lower, so \
+             every case runs 1 s / {scale} (at least one inner loop of 4M objects per lcore) and the \
+             printed rates are exactly {scale}x too low: the table multiplies them back. Each process \
+             is stopped once both pools' no-cache sections printed. Rates in M objects/s."
+        ),
+        _ => format!(
+            "DPDK's unit test `dpdk-test` runs its `mp_nocache` pool (`ring_mp_mc`, no cache) and then \
+             its `{ours_pool}` (the `--mbuf-pool-ops-name` handler: `ptr_ring`, with \
+             `PTR_RING_CACHE_SIZE=0`, DPDK cache 0: like for like) in the same process. It times every \
+             case for 5 s; to fit the run, `bench/autotest-clock.c` (`LD_PRELOAD`) makes the test's \
+             clock {scale}x slower, so every case runs 5 s / {scale} and the printed rates are {scale}x \
+             too low: the table multiplies them back. The test is stopped once both pools' no-cache \
+             sections printed. Rates in M objects/s."
+        ),
+    };
+    let _ = writeln!(w, "{how}");
+    if pairs.iter().any(|(k, _, _)| k[1] > 0) {
         let _ = writeln!(
             w,
-            "| {c} | {g} | {p} | {k} | {n} | {:.1} | {} | {} |",
-            r / 1e6,
-            ours.map_or("-".into(), |o| format!("{:.1}", o / 1e6)),
-            ratio.map_or("-".into(), |x| format!("{x:.2}x"))
+            "\nRows `random 1-N` (DPDK 25.07 on): every get and put takes a pseudo-random bulk from 1 \
+             to N, the same sequence on both pools."
         );
     }
-    if let Some(s) = Summary::of(&ratios) {
+    if let Some(s) = autotest_summary(d) {
+        let _ = writeln!(w, "\n{s}\n");
+    }
+    let fold = pairs.len() > AUTOTEST_OPEN_ROWS;
+    if fold {
         let _ = writeln!(
             w,
-            "\nptr_ring / ring_mp_mc over {} cases: median {:.2}x, range {:.2}x-{:.2}x.\n",
-            s.n, s.median, s.min, s.max
+            "<details><summary>every case ({} rows)</summary>\n",
+            pairs.len()
         );
+    }
+    let _ = writeln!(w, "| cores | get bulk | put bulk | keep | constant n | ring_mp_mc | ptr_ring | ratio |\n|---|---|---|---|---|---|---|---|");
+    for ([c, m, g, p, k, n], r, o) in &pairs {
+        let (g, p, n) = if *m > 0 {
+            (format!("random 1-{m}"), format!("random 1-{m}"), "-".into())
+        } else {
+            (g.to_string(), p.to_string(), n.to_string())
+        };
+        let _ = writeln!(
+            w,
+            "| {c} | {g} | {p} | {k} | {n} | {:.1} | {:.1} | {:.2}x |",
+            r / 1e6,
+            o / 1e6,
+            o / r
+        );
+    }
+    let _ = writeln!(w);
+    if fold {
+        let _ = writeln!(w, "</details>\n");
     }
 }
 
 fn profiles(w: &mut String, d: &Data) {
     if d.profiles.is_empty() {
+        if let Some(why) = d.meta.get("profile_skip") {
+            let _ = writeln!(
+                w,
+                "## Profiles of the missed `mempool_bench` targets
+
+{why}.
+"
+            );
+        }
         return;
     }
     let _ = writeln!(w, "## Profiles of the missed `mempool_bench` targets\n");

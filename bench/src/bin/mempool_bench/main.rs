@@ -55,7 +55,8 @@ options:
   --handlers A,B    handlers to compare (default ptr_ring,ring_mp_mc,floor_lifo; also
                     stack, ring_sp_sc; ring_sp_sc only where one thread enqueues and one
                     dequeues; floor_lifo, an unsynchronised single-thread reference
-                    registered by this binary, only on one lcore without cache)
+                    registered by this binary, only on one lcore without cache, and
+                    only where DPDK's ops table (16 handlers) has a slot left)
   --only FILTER     rows matching every field=value, e.g. group=nocache,lcores=2
                     (fields: group pattern lcores bulk kept cache;
                     groups: nocache dpdkcache owncache bigbulk noneal control)
@@ -334,7 +335,7 @@ fn plugin_path(eal: &[String]) -> Option<&str> {
 }
 
 fn main() -> ExitCode {
-    let o = match parse_opts() {
+    let mut o = match parse_opts() {
         Ok(o) => o,
         Err(e) => {
             eprintln!("mempool_bench: {e}\n\n{HELP}");
@@ -353,17 +354,42 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    if o.handlers.iter().any(|h| h == bench::floor::NAME) {
-        if let Err(e) = bench::floor::register() {
-            eprintln!("mempool_bench: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
     if let Err(e) = eal_init(&o.eal) {
         eprintln!("mempool_bench: {e}");
         return ExitCode::FAILURE;
     }
-    let code = match run(&o, &keys) {
+    // The reference only where DPDK's ops table has a slot left (see
+    // bench::floor): otherwise its rows are left out, and the parameter line
+    // says why.
+    let mut floor = "not-asked".to_string();
+    if o.handlers.iter().any(|h| h == bench::floor::NAME) {
+        match bench::floor::register_if_room() {
+            Ok(r) => {
+                floor = r.field();
+                if let bench::floor::Registration::NoRoom { used, max } = r {
+                    eprintln!(
+                        "mempool_bench: {} not registered: DPDK's mempool ops table holds {used} of \
+                         its {max} handlers already; its rows are left out",
+                        bench::floor::NAME
+                    );
+                    o.handlers.retain(|h| h != bench::floor::NAME);
+                }
+            }
+            Err(e) => {
+                eprintln!("mempool_bench: {e}");
+                // SAFETY: EAL is up and nothing of it is in use.
+                unsafe { sys::rte_eal_cleanup() };
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if o.handlers.is_empty() {
+        eprintln!("mempool_bench: no handler left to run");
+        // SAFETY: as above.
+        unsafe { sys::rte_eal_cleanup() };
+        return ExitCode::FAILURE;
+    }
+    let code = match run(&o, &keys, &floor) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mempool_bench: {e}");
@@ -388,7 +414,7 @@ fn open_out(csv: Option<&str>) -> Result<Box<dyn Write>, String> {
     })
 }
 
-fn run(o: &Opts, keys: &[MempoolKey]) -> Result<(), String> {
+fn run(o: &Opts, keys: &[MempoolKey], floor: &str) -> Result<(), String> {
     if let Some(k) = keys.iter().find(|k| k.bulk > MAX_BULK) {
         return Err(format!("{k}: bulk above {MAX_BULK}"));
     }
@@ -438,7 +464,7 @@ fn run(o: &Opts, keys: &[MempoolKey]) -> Result<(), String> {
         &mut out,
         format!(
             "# mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
-             tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu}",
+             tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor}",
             o.rounds, o.secs, o.warmup, bench.tsc_hz
         ),
     )?;
