@@ -18,6 +18,11 @@
 #       testpmd's `dump_mempool`, dpdk-test's mempool_autotest) in LOG:
 #       "mempool <POOL>@..." followed by "  ops_name: <NAME>". Prints the
 #       distinct names found for POOL, one a line.
+#   testpmd_pool_ops LOGDIR LABEL [EAL ARG...]
+#       dpdk-testpmd on two net_null ports with --mbuf-pool-ops-name ptr_ring,
+#       $EAL_MEM and the EAL ARGs (-d ...): prints mb_pool_0's ops name as
+#       pool_ops_query does, read while it runs; testpmd's output goes to
+#       LOGDIR/LABEL.log, the telemetry replies to LOGDIR/LABEL.tel.
 #   testpmd_dump_mempool POOL
 #       The testpmd command that prints DPDK's dump of POOL: `dump_mempool
 #       POOL` up to 24.11, `dump mempool POOL` in 25.11 (whichever the
@@ -40,6 +45,22 @@
 # populated in /mempool/info (populated_size == size): DPDK lists a pool from
 # rte_mempool_create_empty on, before rte_mempool_set_ops_byname has set its
 # ops, and populates it only afterwards.
+
+testpmd_pool_ops() {
+    local dir=$1 label=$2
+    shift 2
+    local fp=ptrring_ops_$$_$label log=$dir/$label.log eal_mem
+    read -r -a eal_mem <<<"$EAL_MEM"
+    rm -rf "$(dpdk_runtime_dir "$fp")"
+    {
+        # testpmd -i reads commands from this pipe; query while it runs.
+        pool_ops_query "$fp" mb_pool_0 "$dir/$label.tel" >"$dir/$label.ops"
+        echo quit
+    } | timeout 60 dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci \
+        --vdev net_null0 --vdev net_null1 --mbuf-pool-ops-name ptr_ring "$@" -- -i >"$log" 2>&1
+    rm -rf "$(dpdk_runtime_dir "$fp")"
+    cat "$dir/$label.ops"
+}
 
 testpmd_dump_mempool() {
     # (grep reads to the end: grep -q would stop strings early, and SIGPIPE

@@ -80,24 +80,6 @@ dpkg_knows() {
     [[ -n $st && $st != un ]]
 }
 
-# testpmd with $@ as extra EAL args; prints the ops name of mb_pool_0 read
-# through DPDK's telemetry (scripts/pool-ops.sh), testpmd's output in
-# $logs/$label.log, the telemetry replies in $logs/$label.tel.
-testpmd_pool_ops() {
-    local label=$1
-    shift
-    local fp=ptrring_deb_$$_$label log=$logs/$label.log
-    rm -rf "$(dpdk_runtime_dir "$fp")"
-    {
-        # testpmd -i reads commands from this pipe; query while it runs.
-        pool_ops_query "$fp" mb_pool_0 "$logs/$label.tel" >"$logs/$label.ops"
-        echo quit
-    } | timeout 60 dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci \
-        --vdev net_null0 --vdev net_null1 --mbuf-pool-ops-name ptr_ring "$@" -- -i >"$log" 2>&1
-    rm -rf "$(dpdk_runtime_dir "$fp")"
-    cat "$logs/$label.ops"
-}
-
 # ------------------------------------------------------------ 1. the package
 if ! bash scripts/deb.sh >"$logs/deb.log" 2>&1; then
     fail deb_build "$(tail -n 1 "$logs/deb.log") (see $logs/deb.log)"
@@ -180,7 +162,6 @@ if compgen -G "$plugindir/$NAME.so*" >/dev/null; then
 fi
 # shellcheck source=scripts/eal-args.sh
 source "$repo/scripts/eal-args.sh" || { fail real_install "no EAL memory arguments: run scripts/setup.sh"; finish; }
-read -r -a eal_mem <<<"$EAL_MEM"
 
 before=$(ls -l "$plugindir")
 # Purged also when interrupted.
@@ -189,7 +170,7 @@ trap 'exit 130' INT TERM
 if dpkg -i "$deb" >"$logs/dpkg.log" 2>&1 &&
     [[ $(dpkg-query -W -f='${Status} ${Version}' "$pkg" 2>&1) == "install ok installed $f_ver" ]]; then
     pass real_install "dpkg -i: $pkg $f_ver installed"
-    ops=$(testpmd_pool_ops real)
+    ops=$(testpmd_pool_ops "$logs" real)
     [[ $ops == ptr_ring ]] && pass real_no_d "mb_pool_0 ops_name $ops without -d (telemetry)" ||
         fail real_no_d "mb_pool_0 ops_name '$ops' (see $logs/real.log)"
 else

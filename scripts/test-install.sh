@@ -22,7 +22,6 @@ cd "$repo" || exit 1
 source "$repo/scripts/eal-args.sh" || exit 1
 # shellcheck source=scripts/pool-ops.sh
 source "$repo/scripts/pool-ops.sh"
-read -r -a eal_mem <<<"$EAL_MEM"
 
 NAME=librte_mempool_ptr_ring
 LIB=$repo/target/release/$NAME.so
@@ -51,24 +50,6 @@ fi
 # (A library built for another ABI makes destdir_install fail: install.sh
 # refuses it, naming both ABIs.)
 
-# testpmd with $@ as extra EAL args; prints the ops name of mb_pool_0 read
-# through DPDK's telemetry (scripts/pool-ops.sh), testpmd's output in
-# $logs/$label.log, the telemetry replies in $logs/$label.tel.
-testpmd_pool_ops() {
-    local label=$1
-    shift
-    local fp=ptrring_inst_$$_$label log=$logs/$label.log
-    rm -rf "$(dpdk_runtime_dir "$fp")"
-    {
-        # testpmd -i reads commands from this pipe; query while it runs.
-        pool_ops_query "$fp" mb_pool_0 "$logs/$label.tel" >"$logs/$label.ops"
-        echo quit
-    } | timeout 60 dpdk-testpmd -l 0-1 "${eal_mem[@]}" --file-prefix "$fp" --no-pci \
-        --vdev net_null0 --vdev net_null1 --mbuf-pool-ops-name ptr_ring "$@" -- -i >"$log" 2>&1
-    rm -rf "$(dpdk_runtime_dir "$fp")"
-    cat "$logs/$label.ops"
-}
-
 # ------------------------------------------------------------ 1. DESTDIR
 rm -rf "$dest"
 if ! PREFIX=/usr DESTDIR=$dest bash scripts/install.sh install >"$logs/install.log" 2>&1; then
@@ -95,12 +76,12 @@ else
         pass destdir_symlinks || fail destdir_symlinks "$(ls -l "$pd")"
     cf=$(PKG_CONFIG_PATH=$dest$pcdir PKG_CONFIG_SYSROOT_DIR=$dest pkg-config --cflags libdpdk-mempool-ptr-ring 2>&1) &&
         [[ $cf == *"-I$dest$incdir"* ]] && pass destdir_pkgconfig "$cf" || fail destdir_pkgconfig "$cf"
-    ops=$(testpmd_pool_ops destdir -d "$pd")
+    ops=$(testpmd_pool_ops "$logs" destdir -d "$pd")
     [[ $ops == ptr_ring ]] && pass destdir_plugin_dir "mb_pool_0 ops_name $ops (telemetry)" ||
         fail destdir_plugin_dir "mb_pool_0 ops_name '$ops' (see $logs/destdir.log)"
     # The staged plugin directory and a -d copy in one process: one
     # registration; the copy loaded second logs (at NOTICE) that it stays unused.
-    ops=$(testpmd_pool_ops destdir_two -d "$pd" -d "$LIB")
+    ops=$(testpmd_pool_ops "$logs" destdir_two -d "$pd" -d "$LIB")
     n=$(grep -c 'by another copy of the handler' "$logs/destdir_two.log")
     [[ $ops == ptr_ring && $n == 1 ]] && pass destdir_two_copies "one registration; the other copy idle" ||
         fail destdir_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/destdir_two.log)"
@@ -121,10 +102,10 @@ if [[ ${TEST_INSTALL_REAL:-0} == 1 ]]; then
     else
         before=$(ls -l "$plugindir")
         if bash scripts/install.sh install >>"$logs/install.log" 2>&1; then
-            ops=$(testpmd_pool_ops real)
+            ops=$(testpmd_pool_ops "$logs" real)
             [[ $ops == ptr_ring ]] && pass real_no_d "mb_pool_0 ops_name $ops without -d" ||
                 fail real_no_d "mb_pool_0 ops_name '$ops' (see $logs/real.log)"
-            ops=$(testpmd_pool_ops twocopies -d "$LIB")
+            ops=$(testpmd_pool_ops "$logs" twocopies -d "$LIB")
             n=$(grep -c 'by another copy of the handler' "$logs/twocopies.log")
             [[ $ops == ptr_ring && $n == 1 ]] && pass real_two_copies "one registration; other copy idle" ||
                 fail real_two_copies "ops_name '$ops', $n 'another copy' lines (see $logs/twocopies.log)"
