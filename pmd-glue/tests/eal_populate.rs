@@ -3,7 +3,11 @@
 //! then comes in about one IOVA-contiguous chunk per 4 KB page, so a pool of
 //! 4095 objects of 2 KB needs thousands of IOVA-table records. The handler
 //! must populate every object, as `ring_mp_mc` does, and record exactly the
-//! objects DPDK laid out.
+//! objects DPDK laid out. The worst case is made, not hoped for: with freshly
+//! freed memory the kernel often hands out physically contiguous runs (a
+//! hundred chunks instead of thousands), so the test first leaves thousands
+//! of single, non-adjacent free pages for the pools to fault in
+//! ([`Fragmenter`]), and both pools stay allocated until both are checked.
 //!
 //! Needs physical addresses (root, `/proc/self/pagemap`): when EAL cannot
 //! give IOVA-as-PA the test says `test: SKIP eal_populate: ...`.
@@ -19,9 +23,65 @@ use rte_mempool_ptr_ring::{api, zone};
 const OBJECTS: u32 = 4095;
 const ELT: u32 = 2048;
 
+/// Pages this test holds, every other one of a region it faulted in: the
+/// pages in between were handed back one by one and cannot merge with their
+/// neighbours, so the next page faults (the pools' anonymous memory) get
+/// single pages that are not physically adjacent, whatever the machine's
+/// free memory looked like before.
+struct Fragmenter {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Fragmenter {
+    fn new(pages: usize) -> Fragmenter {
+        // SAFETY: plain queries and an anonymous private mapping.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = pages * page;
+        // SAFETY: as above; checked below.
+        let base = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED, "mmap {len} bytes");
+        for i in 0..pages {
+            // SAFETY: inside the mapping; faults the page in.
+            unsafe { base.cast::<u8>().add(i * page).write_volatile(1) };
+        }
+        for i in (1..pages).step_by(2) {
+            // SAFETY: one page inside the mapping, which only this test uses.
+            let rc = unsafe {
+                libc::madvise(
+                    base.cast::<u8>().add(i * page).cast(),
+                    page,
+                    libc::MADV_DONTNEED,
+                )
+            };
+            assert_eq!(rc, 0, "madvise(MADV_DONTNEED)");
+        }
+        Fragmenter { base, len }
+    }
+}
+
+impl Drop for Fragmenter {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new, unmapped once.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
 /// Populates a pool of `ops` with anonymous memory; returns (objects
-/// populated, IOVA-table records: 0 for other handlers).
-fn populate_anon(name: &str, ops: &str) -> (i32, usize) {
+/// populated, memory chunks, the pool). The caller frees the pool, after
+/// the other handler's has been populated: memory freed and faulted in again
+/// at once tends to come back physically contiguous, which would spare the
+/// second pool the worst case.
+fn populate_anon(name: &str, ops: &str) -> (i32, usize, *mut sys::rte_mempool) {
     let cname = CString::new(name).expect("name");
     let cops = CString::new(ops).expect("ops");
     // SAFETY: valid strings; null on failure.
@@ -51,9 +111,7 @@ fn populate_anon(name: &str, ops: &str) -> (i32, usize) {
          {records} IOVA records), rte_errno {}",
         sys::errno()
     );
-    // SAFETY: a live pool, freed once.
-    unsafe { sys::rte_mempool_free(mp) };
-    (n, chunks as usize)
+    (n, chunks as usize, mp)
 }
 
 #[test]
@@ -75,9 +133,17 @@ fn eal_populate() {
         eprintln!("test: SKIP eal_populate: EAL did not select IOVA as PA");
         return;
     }
-    let (base, base_chunks) = populate_anon("pop_ring", "ring_mp_mc");
+    // 8192 single free pages, twice what the two pools fault in.
+    let fragmenter = Fragmenter::new(16384);
+    let (base, base_chunks, ring_pool) = populate_anon("pop_ring", "ring_mp_mc");
     assert_eq!(base, OBJECTS as i32, "ring_mp_mc populates every object");
-    let (ours, chunks) = populate_anon("pop_ptr_ring", "ptr_ring");
+    let (ours, chunks, our_pool) = populate_anon("pop_ptr_ring", "ptr_ring");
+    // SAFETY: live pools, each freed once, nothing uses them any more.
+    unsafe {
+        sys::rte_mempool_free(ring_pool);
+        sys::rte_mempool_free(our_pool);
+    }
+    drop(fragmenter);
     assert_eq!(
         ours, OBJECTS as i32,
         "ptr_ring must populate wherever ring_mp_mc does (ring_mp_mc: {base} objects in \
