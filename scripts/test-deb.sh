@@ -43,18 +43,9 @@ finish() {
 rm -rf "$logs"
 mkdir -p "$logs"
 
-libdir=$(pkg-config --variable=libdir libdpdk)
-plugindir=$(strings -a "$libdir/librte_eal.so" | sed -n 's/^DPDK_PLUGIN_PATH=//p' | head -n1)
-plugindir=${plugindir%%:*}
-incdir=$(dirname "$(find "$(pkg-config --variable=includedir libdpdk)" -name rte_mempool.h -print -quit)")
-pcdir=$(pkg-config --variable=pcfiledir libdpdk)
-# This DPDK's ABI, from its plugin directory (pmds-<ABI>.<minor>).
-if [[ ${plugindir##*/} =~ ^pmds-([0-9]+)\.([0-9]+)$ ]]; then
-    abi=${BASH_REMATCH[1]} real=$NAME.so.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
-else
-    echo "test-deb: plugin directory '$plugindir' is not named pmds-<ABI>.<minor>" >&2
-    exit 1
-fi
+# shellcheck source=scripts/dpdk-layout.sh
+source "$repo/scripts/dpdk-layout.sh"
+dpdk_layout "$NAME" || exit 1
 pkg=librte-mempool-ptr-ring$abi
 echo "test-deb: DPDK $(pkg-config --modversion libdpdk) (ABI $abi, ${DPDK_ROOT_SUITE:-this machine}), package $pkg"
 

@@ -35,18 +35,10 @@ fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 rm -rf "$logs"
 mkdir -p "$logs"
 
-plugindir=$(strings -a "$(pkg-config --variable=libdir libdpdk)/librte_eal.so" | sed -n 's/^DPDK_PLUGIN_PATH=//p' | head -n1)
-plugindir=${plugindir%%:*}
-incdir=$(dirname "$(find "$(pkg-config --variable=includedir libdpdk)" -name rte_mempool.h -print -quit)")
-pcdir=$(pkg-config --variable=pcfiledir libdpdk)
-# This DPDK's ABI, from its plugin directory (pmds-<ABI>.<minor>): the
-# installed names are $NAME.so.<ABI>.<minor>, soname $NAME.so.<ABI>.
-if [[ ${plugindir##*/} =~ ^pmds-([0-9]+)\.([0-9]+)$ ]]; then
-    abi=${BASH_REMATCH[1]} real=$NAME.so.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
-else
-    echo "test-install: plugin directory '$plugindir' is not named pmds-<ABI>.<minor>" >&2
-    exit 1
-fi
+# shellcheck source=scripts/dpdk-layout.sh
+source "$repo/scripts/dpdk-layout.sh"
+# The installed names are $NAME.so.<ABI>.<minor> ($real), soname $NAME.so.<ABI>.
+dpdk_layout "$NAME" || exit 1
 # (A library built for another ABI makes destdir_install fail: install.sh
 # refuses it, naming both ABIs.)
 
