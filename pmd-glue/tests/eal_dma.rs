@@ -88,18 +88,7 @@ fn pages_of(mp: *mut sys::rte_mempool) -> BTreeSet<usize> {
 }
 
 fn external_pool() -> (*mut sys::rte_mempool, *mut c_void) {
-    // SAFETY: a fresh private anonymous mapping.
-    let addr = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            EXT_LEN,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(addr, libc::MAP_FAILED, "mmap");
+    let addr = map_anon(EXT_LEN);
     let mut iovas: Vec<u64> = (0..EXT_LEN / PAGE)
         .map(|i| EXT_IOVA + (i * PAGE) as u64)
         .collect();

@@ -35,21 +35,10 @@ struct Fragmenter {
 
 impl Fragmenter {
     fn new(pages: usize) -> Fragmenter {
-        // SAFETY: plain queries and an anonymous private mapping.
+        // SAFETY: a plain query.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let len = pages * page;
-        // SAFETY: as above; checked below.
-        let base = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED, "mmap {len} bytes");
+        let base = map_anon(len);
         for i in 0..pages {
             // SAFETY: inside the mapping; faults the page in.
             unsafe { base.cast::<u8>().add(i * page).write_volatile(1) };

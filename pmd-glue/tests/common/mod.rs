@@ -183,3 +183,21 @@ fn tempfile_rw() -> std::fs::File {
     let _ = std::fs::remove_file(&path);
     f
 }
+
+/// A fresh private anonymous read-write mapping of `len` bytes (panics when
+/// mmap fails); the caller unmaps it.
+pub fn map_anon(len: usize) -> *mut core::ffi::c_void {
+    // SAFETY: a new anonymous private mapping, no address hint; checked below.
+    let addr = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(addr, libc::MAP_FAILED, "mmap {len} bytes");
+    addr
+}
