@@ -1,8 +1,11 @@
 #include <stdint.h>
 
+#include <rte_eal_memconfig.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_tailq.h>
 #include <rte_telemetry.h>
 #include <rte_version.h>
 
@@ -78,4 +81,34 @@ uint16_t dpdk_sys_mbuf_data_len(const struct rte_mbuf *m)
 uint16_t dpdk_sys_mbuf_port(const struct rte_mbuf *m)
 {
 	return m->port;
+}
+
+/*
+ * Runs fn(mp, arg) if mp is still on the mempool list, holding the lock
+ * that rte_mempool_free takes to unlink a pool (the tailq lock, not the
+ * mempool lock that rte_mempool_walk and rte_mempool_lookup take): while fn
+ * runs, no rte_mempool_free of mp, in any process, can have begun, since
+ * unlinking is its first step. mp is only compared, never read, unless
+ * found. Returns 1 when found (fn ran), 0 when not.
+ */
+int dpdk_sys_mempool_listed_call(const struct rte_mempool *mp,
+				 void (*fn)(struct rte_mempool *, void *), void *arg)
+{
+	struct rte_tailq_head *head;
+	struct rte_tailq_entry *te;
+	int found = 0;
+
+	rte_mcfg_tailq_read_lock();
+	head = rte_eal_tailq_lookup("RTE_MEMPOOL");
+	if (head != NULL) {
+		TAILQ_FOREACH(te, &head->tailq_head, next) {
+			if (te->data == mp) {
+				found = 1;
+				fn((struct rte_mempool *)te->data, arg);
+				break;
+			}
+		}
+	}
+	rte_mcfg_tailq_read_unlock();
+	return found;
 }

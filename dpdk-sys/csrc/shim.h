@@ -31,4 +31,12 @@ uint32_t dpdk_sys_mbuf_pkt_len(const struct rte_mbuf *m);
 uint16_t dpdk_sys_mbuf_data_len(const struct rte_mbuf *m);
 uint16_t dpdk_sys_mbuf_port(const struct rte_mbuf *m);
 
+struct rte_mempool;
+
+/* fn(mp, arg) under the tailq read lock, if mp is still on the mempool
+ * list (rte_mempool_free unlinks it first, under that lock's write side):
+ * 1 when it ran, 0 when mp is not listed. */
+int dpdk_sys_mempool_listed_call(const struct rte_mempool *mp,
+				 void (*fn)(struct rte_mempool *, void *), void *arg);
+
 #endif

@@ -20,6 +20,7 @@
 //! DPDK's experimental functions without deprecation warnings.
 
 pub mod compat;
+pub mod mempool_list;
 mod shim;
 
 pub use bindings::*;
