@@ -575,6 +575,10 @@ fn run(args: &Args) -> Result<(), String> {
         t_last.elapsed().as_millis(),
         t_shut.elapsed().as_millis()
     );
+    // Before EAL goes: ends any deferred release still armed (none here,
+    // the pool is freed; an application that may exit with one calls it).
+    let abandoned = rte_mempool_ptr_ring::port::cleanup();
+    assert_eq!(abandoned, 0, "no release left to abandon");
     // SAFETY: ports closed, pool freed, no lcore running.
     let r = unsafe { sys::rte_eal_cleanup() };
     if r < 0 {

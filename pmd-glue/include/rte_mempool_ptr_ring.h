@@ -90,9 +90,14 @@ int ptr_ring_attach_port(struct rte_mempool *mp, uint16_t port);
  * DPDK's per-lcore cache of mp is turned off (mp->cache_size = 0): mp lives
  * in shared memory, so this holds for every process using the pool, whose
  * later puts then go straight to the handler.
- * One shutdown per pool: a second call (any process) returns -EALREADY.
- * Do not call rte_mempool_free(mp) afterwards; if the application does
- * while the release is deferred, the deferred release is cancelled.
+ * One shutdown per pool: a second call (any process) returns -EALREADY;
+ * a shutdown claimed by a process that has exited is taken over.
+ * mp is the handler's to free afterwards. To free it yourself while its
+ * release is deferred, call ptr_ring_release_cancel(mp) first and free it
+ * only if that returns 0. A plain rte_mempool_free(mp) during a deferred
+ * release is left alone by the release only if it begins before the
+ * release has found every buffer back; one that begins later is a double
+ * free (reported by the handler if it gets that far).
  * Returns 0: mp freed; 1: release deferred (*inflight buffers still out; an
  * EAL alarm retries every second, warns every minute, and frees mp when the
  * last buffer is back); or -errno. */
@@ -105,6 +110,24 @@ int ptr_ring_port_shutdown(const uint16_t *ports, uint16_t nb_ports,
  * passed keep their objects out of the pool, and the release waits until
  * the application flushes them (rte_mempool_cache_flush(cache, mp)). No
  * other thread may use the caches during the call. */
+/* Takes the free of mp back from its deferred release (any process): on 0
+ * no release of the handler frees mp and the caller must free it
+ * (rte_mempool_free), also when no release was pending. -ENOENT: mp is not
+ * on DPDK's mempool list (freed, or being freed): do not free it; mp is
+ * only compared with the listed pools, never read, so a stale pointer is
+ * safe. -EBUSY: the release found every buffer back and is freeing mp: do
+ * not free it. */
+int ptr_ring_release_cancel(struct rte_mempool *mp);
+
+/* Ends this process's deferred releases: call before rte_eal_cleanup()
+ * when ptr_ring_port_shutdown may have deferred a release (DPDK gives a
+ * handler no hook there, and an alarm armed past the memory detach would
+ * read unmapped memory). Cancels the alarms, logs each pool still waiting
+ * with its inflight count, and gives its release back, so that another
+ * process may shut it down again; no release is deferred afterwards.
+ * Returns the number of releases abandoned. */
+int ptr_ring_cleanup(void);
+
 int ptr_ring_port_shutdown_caches(const uint16_t *ports, uint16_t nb_ports,
 				  struct rte_mempool_cache *const *caches,
 				  uint32_t nb_caches, struct rte_mempool *mp,

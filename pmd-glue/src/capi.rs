@@ -202,6 +202,29 @@ pub unsafe extern "C" fn ptr_ring_port_shutdown_caches(
     })
 }
 
+/// Takes the free of `mp` back from its deferred release
+/// ([`port::cancel_release`]): 0, or -ENOENT (not listed: freed or being
+/// freed) or -EBUSY (the release is freeing it).
+///
+/// # Safety
+/// None beyond the C types: `mp` is only compared with DPDK's listed pools
+/// until it is found among them.
+#[no_mangle]
+pub unsafe extern "C" fn ptr_ring_release_cancel(mp: *mut sys::rte_mempool) -> c_int {
+    ffi::guard("ptr_ring_release_cancel", || {
+        ffi::c_result(port::cancel_release(mp).map(|()| 0))
+    })
+}
+
+/// Ends this process's deferred releases ([`port::cleanup`]); the number
+/// abandoned.
+#[no_mangle]
+pub extern "C" fn ptr_ring_cleanup() -> c_int {
+    ffi::guard("ptr_ring_cleanup", || {
+        c_int::try_from(port::cleanup()).unwrap_or(c_int::MAX)
+    })
+}
+
 /// `n` elements at `p` as a slice: empty when `n` is 0, `None` for a null
 /// `p` with elements.
 ///

@@ -100,6 +100,26 @@ pub enum GlueError {
         /// Its state.
         state: mempool::PoolState,
     },
+    /// A pool that is not on DPDK's mempool list: freed, or being freed
+    /// (`rte_mempool_free` unlinks a pool first). Nothing was read from it.
+    #[error(
+        "the pool at {addr:#x} is not on DPDK's mempool list: it is freed or being freed; \
+         do not use or free it"
+    )]
+    PoolGone {
+        /// The `rte_mempool` pointer the caller passed.
+        addr: usize,
+    },
+    /// The handler's release is freeing the pool right now: the caller must
+    /// not free it too.
+    #[error(
+        "pool {pool:?}: its release found every buffer back and is freeing it: do not call \
+         rte_mempool_free on it"
+    )]
+    ReleaseInProgress {
+        /// The pool.
+        pool: String,
+    },
     /// Memory that cannot be DMA-mapped with `rte_dev_dma_map`.
     #[error(
         "pool {pool:?}: memory at {addr:#x} is neither EAL memory nor registered with \
@@ -130,10 +150,14 @@ impl GlueError {
             | GlueError::NameTooLong { .. }
             | GlueError::BadPoolConfig { .. }
             | GlueError::BadArg { .. } => -libc::EINVAL,
+            // A memzone name that is taken (another pool's zone of that
+            // name) is not a lack of memory.
+            GlueError::NoMemory { errno, .. } if *errno == libc::EEXIST => -libc::EEXIST,
             GlueError::NoMemory { .. } => -libc::ENOMEM,
             GlueError::AlreadyShuttingDown { .. } => -libc::EALREADY,
             GlueError::NotDmaMemory { .. } => -libc::EINVAL,
-            GlueError::NoZone { .. } => -libc::ENOENT,
+            GlueError::NoZone { .. } | GlueError::PoolGone { .. } => -libc::ENOENT,
+            GlueError::ReleaseInProgress { .. } => -libc::EBUSY,
             GlueError::NotRegistered { errno, .. } | GlueError::Dpdk { errno, .. } => {
                 if *errno < 0 {
                     *errno
@@ -328,6 +352,19 @@ mod tests {
             assert_eq!(pool_errno(&e), errno, "{e:?}");
             assert_eq!(GlueError::Core(e).errno(), errno, "{e:?}");
         }
+    }
+
+    #[test]
+    fn a_taken_zone_name_is_eexist_not_enomem() {
+        let e = |errno| GlueError::NoMemory {
+            what: "memzone",
+            name: "PR_p".into(),
+            bytes: 4096,
+            errno,
+        };
+        assert_eq!(e(libc::EEXIST).errno(), -libc::EEXIST);
+        assert_eq!(e(libc::ENOMEM).errno(), -libc::ENOMEM);
+        assert_eq!(e(libc::ENOSPC).errno(), -libc::ENOMEM);
     }
 
     #[test]

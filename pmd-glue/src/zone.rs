@@ -44,11 +44,13 @@ pub struct ZoneHeader {
     pub trailing_get_failures: AtomicU64,
     /// Gets that failed for lack of objects, ever.
     pub get_failures: AtomicU64,
-    /// Token of the shutdown that owns this pool's release (0: none yet).
-    /// Set once, by compare-exchange, by the first shutdown call: a second
-    /// one finds it set and is refused. The deferred-release alarm carries
-    /// the same token and acts only on the pool whose zone holds it (see
-    /// `port`).
+    /// The release word: the token of the shutdown that owns this pool's
+    /// release (0: none yet), set by compare-exchange by the first shutdown
+    /// call (a second one finds it set and is refused); then, set by the
+    /// one party that frees the pool, `FREEING` (and `BY_APP` when that is
+    /// the application). The deferred-release alarm carries the token and
+    /// acts only on the pool whose zone holds exactly it (see
+    /// `port::release`).
     pub release_token: AtomicU64,
     /// The ring's `(enqueued, dequeued)` totals at the last failed get.
     fail_mark: [AtomicU64; 2],

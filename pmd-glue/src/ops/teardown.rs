@@ -23,7 +23,7 @@ pub(super) unsafe fn release(mp: *mut sys::rte_mempool) -> Result<(), GlueError>
     let z = unsafe { zone::attach(mp) }?;
     // A deferred release still armed for this pool must never act on it
     // (or on a pool that later reuses its memory).
-    let pending = port::forget_deferred_release(&mut lock, &z);
+    let pending = port::note_free(&mut lock, mp, &z);
     leak_report(mp, &z);
     let destroyed = zone::destroy(&pool_name(mp));
     drop(lock);

@@ -13,10 +13,14 @@
 //! `-EALREADY`. The alarm's argument is that token, not the pool: the
 //! callback finds the pool in a process-wide table under the release lock
 //! ([`release_lock`]) and checks the zone still holds its token, so it can
-//! act on no other pool. `ops->free` (the deferred release itself, or an
-//! application calling `rte_mempool_free`) forgets the token and cancels the
-//! alarm. Telemetry and port events take the same lock before using a pool
-//! they looked up, so no release frees a pool under them.
+//! act on no other pool, and reads the pool only while it is on DPDK's
+//! mempool list. Exactly one party frees a pool: see `release` for the
+//! protocol. `ops->free` (the deferred release itself, or an application
+//! calling `rte_mempool_free`) forgets the token and cancels the alarm; an
+//! application that wants the free back calls [`cancel_release`] first, and
+//! one that exits with releases pending calls [`cleanup`] before
+//! `rte_eal_cleanup`. Telemetry and port events take the same lock before
+//! using a pool they looked up, so no release frees a pool under them.
 //!
 //! One file per concern:
 //!
@@ -37,8 +41,11 @@ pub use devices::{attach_port, device_id, register_event_callbacks};
 pub use dma::{
     attach_device, detach_device, DevDma, DmaAttach, DmaDetach, PoolDmaMapper, RteDevDma,
 };
-pub(crate) use release::{cancel_deferred_release, forget_deferred_release};
-pub use release::{deferred_releases_pending, release_lock, Pending, ReleaseLock};
+pub(crate) use release::{cancel_deferred_release, note_free};
+pub use release::{
+    cancel_release, cleanup, deferred_releases_pending, release_lock, run_deferred_releases_now,
+    Pending, ReleaseLock,
+};
 pub use shutdown::{
     close_dpdk_caches, shutdown_ports, shutdown_ports_with_caches, ShutdownOutcome,
 };

@@ -9,7 +9,9 @@ use dpdk_sys as sys;
 use mempool::PollOutcome;
 
 use super::dma::{PoolDmaMapper, RteDevDma};
-use super::release::{claim_release, defer_release, retry_us};
+use super::release::{
+    claim_free, claim_release, defer_release, free_as_handler, give_back_release, retry_us,
+};
 use super::{now_ns, WHERE_OBJECTS_ARE};
 use crate::error::GlueError;
 use crate::ffi::pool_name;
@@ -206,21 +208,39 @@ unsafe fn drain_and_wait(
     let mut mapper = PoolDmaMapper::new(&mut backend);
     let start = Instant::now();
     // SAFETY: quiescent per the caller's contract.
-    let mut outcome = unsafe { z.core.drain_quiescent(now_ns(), &mut mapper) }?;
+    let mut outcome = match unsafe { z.core.drain_quiescent(now_ns(), &mut mapper) } {
+        Ok(o) => o,
+        Err(e) => {
+            // Nothing deferred: a later shutdown may try again.
+            give_back_release(z, token);
+            return Err(e.into());
+        }
+    };
     loop {
         match outcome {
-            PollOutcome::Released { .. } => {
+            PollOutcome::Released { .. } if claim_free(z, token) => {
                 log!(Level::Info, "pool {name}: every buffer back, freeing it");
-                // SAFETY: released: nothing is out, nobody uses the pool.
-                unsafe { sys::rte_mempool_free(mp) };
+                // SAFETY: released and claimed: nothing is out, nobody uses
+                // the pool, and this call is its one freer.
+                unsafe { free_as_handler(mp) };
                 return Ok(ShutdownOutcome::Freed {
                     waited: start.elapsed(),
                 });
+            }
+            PollOutcome::Released { .. } => {
+                // The application took the free (ptr_ring_release_cancel).
+                return Err(GlueError::ReleaseInProgress { pool: name });
             }
             PollOutcome::Waiting { inflight, .. } | PollOutcome::Warn { inflight, .. }
                 if start.elapsed() >= wait =>
             {
                 return defer(mp, z, token, inflight, start);
+            }
+            // Another driver call (another process's alarm) holds the
+            // core's driver token: the wait bounds this too; the alarm
+            // polls on.
+            PollOutcome::Busy if start.elapsed() >= wait => {
+                return defer(mp, z, token, z.core.inflight(), start);
             }
             // Buffers still out, or another driver call (another process)
             // in progress: poll again.
