@@ -168,7 +168,14 @@ unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c
 #[cold]
 #[inline(never)]
 fn put_failed(mp: *mut sys::rte_mempool, e: PoolError) -> c_int {
-    report(mp, "enqueue", &GlueError::Core(e))
+    let e = GlueError::Core(e);
+    // A put that was partly accepted may have brought the pool's last
+    // buffers back and let its deferred release free it meanwhile: the name
+    // is read only while the pool is still listed.
+    let name = dpdk_sys::mempool_list::with_listed(mp, |mp| pool_name(mp))
+        .unwrap_or_else(|| format!("at {mp:p} (freed since)"));
+    log!(Level::Err, "enqueue on pool {name}: {e}");
+    e.errno()
 }
 
 /// `ops->dequeue`; fast paths as in [`enqueue`].

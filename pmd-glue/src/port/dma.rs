@@ -34,6 +34,9 @@ pub struct RteDevDma;
 impl RteDevDma {
     fn call(device: DeviceId, va: usize, iova: u64, len: usize, map: bool) -> Result<(), i32> {
         let dev = devices::rte_device(device).ok_or(-libc::ENODEV)?;
+        // A failure that sets no rte_errno must not read an older one (a
+        // stale ENOTSUP would turn it into "nothing to map").
+        sys::set_errno(0);
         // SAFETY: a device pointer recorded at attach (the device stays
         // until its removal event, which unmaps first); a page range of
         // memory registered with rte_extmem_register.
@@ -44,10 +47,16 @@ impl RteDevDma {
                 sys::rte_dev_dma_unmap(dev, va as *mut c_void, iova, len)
             }
         };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(-sys::errno())
+        match r {
+            0 => Ok(()),
+            // The bus needs no mapping for this device (a PCI device with
+            // no driver-specific mapping, not bound to VFIO): nothing to
+            // map, as for a bus without the call.
+            r if r > 0 => Err(-libc::ENOTSUP),
+            _ => match sys::errno() {
+                0 => Err(-libc::EIO),
+                e => Err(-e.abs()),
+            },
         }
     }
 }
