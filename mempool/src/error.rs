@@ -169,6 +169,23 @@ pub enum PoolError {
         /// The mapper's (negative) errno.
         errno: i32,
     },
+    /// The chunks cannot be forgotten: objects of them are still in the
+    /// pool, or a device still maps them.
+    #[error(
+        "cannot forget the pool's chunks: {available} objects are still in the ring or caches \
+         and {inflight} of {populated} are out (every object must have been taken back), with \
+         {devices} devices attached"
+    )]
+    ChunksInUse {
+        /// Objects in the ring and caches.
+        available: usize,
+        /// Objects out.
+        inflight: i64,
+        /// Objects registered.
+        populated: usize,
+        /// Devices attached for DMA.
+        devices: usize,
+    },
     /// The operation is not allowed in the pool's state.
     #[error("{op} not allowed: pool is {state}")]
     WrongState {

@@ -570,6 +570,30 @@ impl<'a> Chunks<'a> {
         self.seq.store(s.wrapping_add(2), Ordering::Release);
     }
 
+    /// Forgets every record: the memory they describe was taken away
+    /// (DPDK frees every chunk of a pool whose populate failed part-way).
+    /// The next registration starts again at record 0 and object index 0,
+    /// rewriting the records in place.
+    ///
+    /// # Safety
+    /// No other thread uses the table during the call (no look-up, no
+    /// registration), and nothing uses a record or object index found
+    /// before it.
+    pub(crate) unsafe fn forget_all(&self) {
+        let _guard = self.lock.lock();
+        // Relaxed: `seq` is only written under the lock; odd while the
+        // table changes, as in `publish`.
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        // Release: pairs with the Acquire loads in `len`, `registered` and
+        // `find`, as the stores in `publish`.
+        self.sorted.store(0, Ordering::Release);
+        self.count.store(0, Ordering::Release);
+        self.registered.store(0, Ordering::Release);
+        // Release pairs with the Acquire opening load in `find`.
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
     /// The chunk whose range contains `a`. Lockless, O(log chunks).
     pub(crate) fn find(&self, a: VirtAddr) -> Option<ChunkInfo> {
         'retry: loop {

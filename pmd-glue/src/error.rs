@@ -100,6 +100,17 @@ pub enum GlueError {
         /// Its state.
         state: mempool::PoolState,
     },
+    /// A validated put into a pool whose memory DPDK freed (a populate
+    /// that failed part-way) and that was not populated again: no object
+    /// can be the pool's.
+    #[error(
+        "pool {pool:?} has no memory: DPDK freed its chunks after a failed populate; populate \
+         it again before use"
+    )]
+    NoMemoryChunks {
+        /// The pool.
+        pool: String,
+    },
     /// A pool that is not on DPDK's mempool list: freed, or being freed
     /// (`rte_mempool_free` unlinks a pool first). Nothing was read from it.
     #[error(
@@ -149,7 +160,8 @@ impl GlueError {
             | GlueError::OtherHandler { .. }
             | GlueError::NameTooLong { .. }
             | GlueError::BadPoolConfig { .. }
-            | GlueError::BadArg { .. } => -libc::EINVAL,
+            | GlueError::BadArg { .. }
+            | GlueError::NoMemoryChunks { .. } => -libc::EINVAL,
             // A memzone name that is taken (another pool's zone of that
             // name) is not a lack of memory.
             GlueError::NoMemory { errno, .. } if *errno == libc::EEXIST => -libc::EEXIST,
@@ -187,6 +199,7 @@ pub fn pool_errno(e: &PoolError) -> i32 {
             }
         }
         PoolError::UnknownDevice { .. } => -libc::ENODEV,
+        PoolError::ChunksInUse { .. } => -libc::EBUSY,
         PoolError::Overfull { .. }
         | PoolError::NullObject { .. }
         | PoolError::Rejected { .. }
@@ -241,6 +254,15 @@ mod tests {
                     available: 100,
                 },
                 -libc::ENOBUFS,
+            ),
+            (
+                ChunksInUse {
+                    available: 1,
+                    inflight: 0,
+                    populated: 1,
+                    devices: 0,
+                },
+                -libc::EBUSY,
             ),
             (
                 NotActive {

@@ -35,6 +35,39 @@ impl PoolCore {
             .collect())
     }
 
+    /// Forgets every chunk and the objects laid in them, after their owner
+    /// took every object back and freed the memory: DPDK does this when a
+    /// populate fails part-way (`rte_mempool_free_memchunks` dequeues every
+    /// object, frees the chunks and resets the pool). The pool can then be
+    /// populated again as a new one; validation no longer knows the old
+    /// objects. Returns how many objects were forgotten.
+    ///
+    /// Refused, changing nothing, unless the pool is `Active`, no object
+    /// is in the ring or a cache and every populated object is out (taken
+    /// back), and no device is attached (its mappings would outlive their
+    /// records).
+    ///
+    /// # Safety
+    /// No other thread uses the pool during the call, and nothing uses a
+    /// record, object index or object of the forgotten chunks afterwards.
+    pub unsafe fn forget_chunks(&self) -> Result<usize, PoolError> {
+        self.require("forget_chunks", |s| s == PoolState::Active)?;
+        let (available, inflight, populated) =
+            (self.available(), self.inflight(), self.populated());
+        let devices = self.dma().attached();
+        if available != 0 || inflight != populated as i64 || devices != 0 {
+            return Err(PoolError::ChunksInUse {
+                available,
+                inflight,
+                populated,
+                devices,
+            });
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { self.table().forget_all() };
+        Ok(populated)
+    }
+
     /// `Ok` if the state passes `ok`, else `WrongState` for `op`.
     fn require(
         &self,

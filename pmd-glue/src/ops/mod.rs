@@ -16,6 +16,7 @@ use crate::{log, zone};
 mod setup;
 mod teardown;
 
+pub(crate) use setup::forget_freed_chunks;
 pub use setup::max_chunks_for;
 
 /// Name under which the handler registers.
@@ -156,6 +157,13 @@ unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c
         Ok(z) => z,
         Err(e) => return report(mp, "enqueue", &e),
     };
+    if z.core.validating() && setup::chunks_freed(mp, &z) {
+        // Validation would still know the freed chunks' objects.
+        let e = GlueError::NoMemoryChunks {
+            pool: pool_name(mp),
+        };
+        return report(mp, "enqueue", &e);
+    }
     // SAFETY: DPDK passes `n` valid object pointers.
     let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
     // SAFETY: as in `enqueue`.
@@ -327,8 +335,11 @@ unsafe extern "C" fn populate(
 ) -> c_int {
     guard("populate", || {
         // SAFETY: DPDK passes its own mempool.
-        let recorded = unsafe { zone::attach(mp) }
-            .and_then(|z| setup::record_chunk(mp, &z, max_objs as usize, vaddr, iova, len));
+        let recorded = unsafe { zone::attach(mp) }.and_then(|z| {
+            // SAFETY: DPDK populates a pool nobody uses yet.
+            unsafe { setup::forget_freed_chunks(mp, &z) }?;
+            setup::record_chunk(mp, &z, max_objs as usize, vaddr, iova, len)
+        });
         let (expected, runs) = match recorded {
             Ok(r) => r,
             Err(e) => return report(mp, "populate", &e),

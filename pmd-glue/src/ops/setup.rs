@@ -127,6 +127,46 @@ pub(super) unsafe fn create(mp: *mut sys::rte_mempool) -> Result<(), GlueError> 
 /// IOVA table, all or nothing: when one run is refused, none is recorded
 /// and the pool's populated count is unchanged. Returns how many objects the
 /// runs hold, and how many runs.
+/// Forgets the chunks of `mp` when DPDK has freed them all: a populate
+/// that failed part-way (`rte_mempool_populate_default`, `_anon`, `_virt`)
+/// takes every object back, frees every chunk and resets the pool
+/// (`nb_mem_chunks` 0) without telling the handler, so that the records,
+/// the populated count (inflight would never reach 0 again) and
+/// validation would outlive the memory. Called where DPDK's word is final:
+/// at the next populate, and at shutdown. Ok(0) when nothing was stale.
+///
+/// # Safety
+/// `mp` is a live pool of ours that nobody else uses during the call (as
+/// during populate, or under the shutdown's quiescence contract).
+pub(crate) unsafe fn forget_freed_chunks(
+    mp: *mut sys::rte_mempool,
+    z: &zone::Zone<'_>,
+) -> Result<usize, GlueError> {
+    if !chunks_freed(mp, z) {
+        return Ok(0);
+    }
+    // SAFETY: nobody else uses the pool (caller's contract), and DPDK has
+    // freed the objects and their memory.
+    let n = unsafe { z.core.forget_chunks() }?;
+    log!(
+        Level::Notice,
+        "pool {}: DPDK freed every memory chunk (a populate failed part-way): {n} objects \
+         forgotten, the pool can be populated again",
+        pool_name(mp)
+    );
+    Ok(n)
+}
+
+/// Whether DPDK freed every chunk of `mp` that the handler still records:
+/// no chunk and no object on DPDK's side (during a populate, DPDK counts
+/// each object before it enqueues it, so the populate's own puts never see
+/// this), records on ours.
+pub(crate) fn chunks_freed(mp: *const sys::rte_mempool, z: &zone::Zone<'_>) -> bool {
+    // SAFETY: DPDK's own mempool, live while its handler is called.
+    let (chunks, populated) = unsafe { ((*mp).nb_mem_chunks, (*mp).populated_size) };
+    chunks == 0 && populated == 0 && z.core.chunks() > 0
+}
+
 pub(super) fn record_chunk(
     mp: *mut sys::rte_mempool,
     z: &zone::Zone<'_>,

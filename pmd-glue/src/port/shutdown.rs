@@ -84,6 +84,12 @@ pub unsafe fn shutdown_ports_with_caches(
 ) -> Result<ShutdownOutcome, GlueError> {
     // SAFETY: live mempool (caller's contract).
     let z = unsafe { zone::ours(mp) }?;
+    // A pool whose populate failed part-way: its objects are gone with
+    // their memory, not out.
+    // SAFETY: live and quiescent (caller's contract).
+    if let Err(e) = unsafe { crate::ops::forget_freed_chunks(mp, &z) } {
+        log!(Level::Warning, "shutdown: pool {}: {e}", pool_name(mp));
+    }
     let token = claim_release(mp, &z)?;
     for &port in ports {
         stop_port(port);
