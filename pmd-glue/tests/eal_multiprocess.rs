@@ -36,23 +36,6 @@ const FOREIGN: &str = "pr_foreign";
 const SIZE: u32 = 2047;
 const SECONDARY_GETS: u32 = 100;
 
-fn role_args(prog: &str, proc_type: &str, prefix: &str) -> Vec<String> {
-    [
-        prog,
-        &format!("--proc-type={proc_type}"),
-        "--file-prefix",
-        prefix,
-        "--no-pci",
-        "--no-telemetry",
-        "-l",
-        "0",
-        "--log-level=pmd.mempool.ptr_ring:debug",
-        "--log-level=lib.eal:notice",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
 fn ops_table_names() -> Vec<String> {
     // SAFETY: the process-local ops table; entries below num_ops are set.
     unsafe {
@@ -240,31 +223,6 @@ impl Drop for Cleanup {
             let _ = c.wait();
         }
         remove_prefix_files(&self.prefix);
-    }
-}
-
-/// Removes what EAL leaves behind for a file prefix: its runtime directory
-/// and its hugepage files.
-fn remove_prefix_files(prefix: &str) {
-    let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(prefix));
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    for m in mounts
-        .lines()
-        .filter(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
-    {
-        let Some(dir) = m.split_whitespace().nth(1) else {
-            continue;
-        };
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            for e in rd.flatten() {
-                if e.file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{prefix}map_"))
-                {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
     }
 }
 

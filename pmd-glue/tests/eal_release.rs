@@ -10,15 +10,23 @@
 //!   is refused without being read;
 //! * `cleanup` before `rte_eal_cleanup` ends the deferred releases of a
 //!   process that exits with buffers out (in a child process: EAL cleans up
-//!   once per process).
+//!   once per process);
+//! * a pool whose populate failed part-way (DPDK took every object back and
+//!   freed every chunk) populates again as `ring_mp_mc`'s would, counts
+//!   only its new objects, and shuts down at once;
+//! * a secondary process that frees the pool while the primary's alarm is
+//!   due (its free held in the window by the same hook) leaves the primary's
+//!   alarm nothing to touch (needs hugepages: shared memory).
 //!
 //! EAL initialises once per process; the cases take turns on one lock.
 
 mod common;
 
 use std::ffi::{c_int, c_void, CString};
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
@@ -33,6 +41,12 @@ const DATA_ROOM: u16 = sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16;
 const EVENT_DESTROY: u32 = 1;
 /// The child process of [`exit_with_buffers_out`].
 const CHILD_ENV: &str = "PTR_RING_TEST_EXIT_CHILD";
+/// The role (primary, secondary) of a child of [`secondary_free`], and its
+/// file prefix.
+const ROLE_ENV: &str = "PTR_RING_TEST_REL_ROLE";
+const PREFIX_ENV: &str = "PTR_RING_TEST_REL_PREFIX";
+/// The pool of [`secondary_free`].
+const SHARED: &str = "rel_shared";
 
 extern "C" {
     // DPDK's driver API (exported by librte_mempool, not in the public
@@ -61,14 +75,16 @@ fn setup() -> MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
     static EAL: Once = Once::new();
     let guard = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    EAL.call_once(|| {
-        init_eal(&eal_args("eal_release", "0"));
-        // SAFETY: a valid callback with no user data.
-        let r =
-            unsafe { rte_mempool_event_callback_register(Some(on_event), core::ptr::null_mut()) };
-        assert_eq!(r, 0, "rte_mempool_event_callback_register");
-    });
+    EAL.call_once(|| init_with_hook(&eal_args("eal_release", "0")));
     guard
+}
+
+/// Initialises EAL with `args` and registers the destroy-event hook.
+fn init_with_hook(args: &[String]) {
+    init_eal(args);
+    // SAFETY: a valid callback with no user data.
+    let r = unsafe { rte_mempool_event_callback_register(Some(on_event), core::ptr::null_mut()) };
+    assert_eq!(r, 0, "rte_mempool_event_callback_register");
 }
 
 fn lookup(name: &str) -> *mut sys::rte_mempool {
@@ -243,4 +259,259 @@ fn exit_child() {
     assert_eq!(unsafe { sys::rte_eal_cleanup() }, 0);
     std::thread::sleep(Duration::from_millis(2500));
     println!("child: survived rte_eal_cleanup");
+}
+
+#[test]
+fn populate_again_after_a_failed_populate() {
+    let _turn = setup();
+    let n: u32 = 128;
+    let name = CString::new("rel_repop").expect("name");
+    // SAFETY: valid arguments; a plain pool of 256-byte objects, no cache.
+    let mp = unsafe { sys::rte_mempool_create_empty(name.as_ptr(), n, 256, 0, 0, -1, 0) };
+    assert!(!mp.is_null(), "create_empty");
+    // Validation on: it must forget the freed chunks' objects too.
+    let mut cfg = rte_mempool_ptr_ring::pool_config::PoolConfigArg::DEFAULT;
+    cfg.validate = 1;
+    // SAFETY: a pool nobody populated yet; our ops by name, a valid config.
+    let r = unsafe {
+        sys::rte_mempool_set_ops_byname(
+            mp,
+            c"ptr_ring".as_ptr(),
+            (&mut cfg as *mut rte_mempool_ptr_ring::pool_config::PoolConfigArg).cast(),
+        )
+    };
+    assert_eq!(r, 0, "set_ops_byname");
+    // SAFETY: a live mempool.
+    let total = unsafe { ((*mp).header_size + (*mp).elt_size + (*mp).trailer_size) as usize };
+    let len = (n as usize / 2) * total + 64;
+    // SAFETY: plain EAL allocation.
+    let buf = unsafe { sys::rte_zmalloc(c"rel_repop".as_ptr(), len, 64) };
+    assert!(!buf.is_null(), "rte_zmalloc");
+    // SAFETY: EAL memory.
+    let iova = unsafe { sys::rte_malloc_virt2iova(buf) };
+    // Half the pool in one chunk: accepted.
+    // SAFETY: `len` bytes of EAL memory at `buf`, no free callback.
+    let got = unsafe {
+        sys::rte_mempool_populate_iova(mp, buf.cast(), iova, len, None, core::ptr::null_mut())
+    };
+    assert_eq!(got, n as i32 / 2, "first chunk");
+    // The same memory again, through populate_virt: the handler refuses the
+    // overlap, and DPDK undoes the whole population (rte_mempool_free_memchunks:
+    // every object taken back, every chunk freed).
+    let (r, log) = capture_log(|| {
+        // SAFETY: as above; the page size covers the whole buffer.
+        unsafe {
+            sys::rte_mempool_populate_virt(
+                mp,
+                buf.cast(),
+                len,
+                1 << 30,
+                None,
+                core::ptr::null_mut(),
+            )
+        }
+    });
+    assert!(r < 0, "the overlapping populate fails: {r}\n{log}");
+    // SAFETY: a live mempool.
+    let dpdk_side = unsafe { ((*mp).nb_mem_chunks, (*mp).populated_size) };
+    assert_eq!(dpdk_side, (0, 0), "DPDK freed every chunk");
+    // An object of the freed chunk is no object of the pool any more.
+    // SAFETY: no cache (size 0): the put reaches the handler, which only
+    // compares the pointer.
+    let (rejected, log) = capture_log(|| unsafe {
+        let stale = buf.cast::<u8>().add(64 + (*mp).header_size as usize);
+        let objs = [stale.cast::<c_void>()];
+        sys::rte_mempool_ops_enqueue_bulk(mp, objs.as_ptr(), 1)
+    });
+    assert!(
+        rejected < 0,
+        "a put into the freed chunk was accepted:\n{log}"
+    );
+    // Populated again, the usual way: accepted, as ring_mp_mc's would be.
+    // SAFETY: a live, empty pool.
+    let (r, log) = capture_log(|| unsafe { sys::rte_mempool_populate_default(mp) });
+    assert_eq!(r, n as i32, "populated again:\n{log}");
+    assert!(
+        log.contains(
+            "DPDK freed every memory chunk (a populate failed part-way): 64 objects forgotten"
+        ),
+        "{log}"
+    );
+    // SAFETY: a live pool of ours.
+    let st = unsafe { rte_mempool_ptr_ring::api::stats_of(mp) }.expect("stats");
+    check_stats(&st, n as usize, "populated again");
+    assert_eq!(st.inflight, 0);
+    // Nothing is out: the shutdown frees it at once.
+    // SAFETY: live, unused.
+    let out = unsafe { port::shutdown_ports(&[], mp, Duration::ZERO) }.expect("shutdown");
+    assert!(matches!(out, ShutdownOutcome::Freed { .. }), "{out:?}");
+    // SAFETY: ours, no longer used by the freed pool.
+    unsafe { sys::rte_free(buf) };
+    eprintln!("test: a pool whose populate failed populates again and shuts down at once");
+}
+
+// ------------------------------------------------- a secondary frees the pool
+
+#[test]
+fn secondary_free() {
+    match std::env::var(ROLE_ENV).as_deref() {
+        Ok("primary") => return shared_primary(),
+        Ok("secondary") => return shared_secondary(),
+        _ => {}
+    }
+    if !eal_mem().hugepages() {
+        eprintln!(
+            "test: SKIP case secondary_free: EAL mode is {} (no hugepages): no shared memory",
+            eal_mem().mode
+        );
+        return;
+    }
+    let prefix = format!("ptrring_rel_{}", std::process::id());
+    let mut guard = Children {
+        prefix: prefix.clone(),
+        all: Vec::new(),
+    };
+    remove_prefix_files(&prefix);
+    let (mut pri_in, pri_out) = guard.spawn("primary", &prefix);
+    wait_line(&pri_out, "REL_CREATED");
+    let (mut sec_in, sec_out) = guard.spawn("secondary", &prefix);
+    wait_line(&sec_out, "REL_ATTACHED");
+    // The primary shuts down (its alarm due in 1 s) and returns the mbuf;
+    // at once the secondary frees the pool, its free held 1.5 s inside the
+    // window: the alarm fires there.
+    say(&mut pri_in, "shutdown");
+    wait_line(&pri_out, "REL_ARMED");
+    say(&mut sec_in, "free");
+    wait_line(&sec_out, "REL_FREED");
+    say(&mut pri_in, "check");
+    wait_line(&pri_out, "REL_OK");
+    for (i, c) in guard.all.iter_mut().enumerate() {
+        let st = wait_timeout(c, 30, "child");
+        assert!(st.success(), "child {i} failed: {st}");
+    }
+    eprintln!("test: a secondary's free during the primary's alarm is left to it");
+}
+
+/// The children of [`secondary_free`], killed and their files removed at
+/// the end.
+struct Children {
+    prefix: String,
+    all: Vec<Child>,
+}
+
+impl Children {
+    fn spawn(&mut self, role: &str, prefix: &str) -> (ChildStdin, mpsc::Receiver<String>) {
+        // Without address randomisation: DPDK's rte_mempool_free calls the
+        // memory chunks' free callbacks, function pointers the primary
+        // stored in shared memory, so a secondary can free the primary's
+        // pool only where both map librte_mempool at the same address.
+        let exe = std::env::current_exe().expect("current_exe");
+        let mut c = std::process::Command::new("setarch")
+            .arg(std::env::consts::ARCH)
+            .arg("-R")
+            .arg(exe)
+            .args([
+                "secondary_free",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(ROLE_ENV, role)
+            .env(PREFIX_ENV, prefix)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn setarch -R");
+        let stdin = c.stdin.take().expect("piped");
+        let stdout = c.stdout.take().expect("piped");
+        self.all.push(c);
+        let (tx, rx) = mpsc::channel();
+        let role = role.to_string();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                eprintln!("[{role}] {line}");
+                let _ = tx.send(line);
+            }
+        });
+        (stdin, rx)
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.all {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        remove_prefix_files(&self.prefix);
+    }
+}
+
+fn wait_line(rx: &mpsc::Receiver<String>, what: &str) {
+    loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(l) if l.contains(what) => return,
+            Ok(_) => continue,
+            Err(e) => panic!("no {what} from the child: {e}"),
+        }
+    }
+}
+
+fn say(to: &mut ChildStdin, what: &str) {
+    writeln!(to, "{what}")
+        .and_then(|()| to.flush())
+        .expect("to child");
+}
+
+/// The next line on stdin, which must be `what`.
+fn expect_stdin(what: &str) {
+    let mut l = String::new();
+    std::io::stdin().read_line(&mut l).expect("stdin");
+    assert_eq!(l.trim(), what);
+}
+
+fn shared_primary() {
+    let prefix = std::env::var(PREFIX_ENV).expect("prefix");
+    init_with_hook(&role_args("rel_primary", "primary", &prefix));
+    let pool = MbufPool::create(SHARED, 256, 0, DATA_ROOM, -1).expect("pool");
+    let m = pool.alloc().expect("alloc").into_raw();
+    println!("REL_CREATED");
+    expect_stdin("shutdown");
+    let out = pool
+        .shutdown(&[], Duration::from_millis(20))
+        .expect("shutdown");
+    assert_eq!(out, ShutdownOutcome::Deferred { inflight: 1 });
+    let t = Instant::now();
+    // SAFETY: our mbuf; its pool is alive.
+    unsafe { sys::rte_pktmbuf_free(m) };
+    println!("REL_ARMED");
+    let ((), log) = capture_log(|| {
+        expect_stdin("check");
+        // Past the alarm's first run, and a second one.
+        std::thread::sleep(Duration::from_millis(2500).saturating_sub(t.elapsed()));
+    });
+    assert!(
+        log.contains("its pool is no longer on DPDK's mempool list"),
+        "the primary's alarm saw the pool unlisted:\n{log}"
+    );
+    assert!(
+        !log.contains("freeing it"),
+        "the primary's alarm freed the pool as well:\n{log}"
+    );
+    assert_eq!(port::deferred_releases_pending(), 0);
+    assert!(lookup(SHARED).is_null(), "the secondary freed it");
+    println!("REL_OK");
+}
+
+fn shared_secondary() {
+    let prefix = std::env::var(PREFIX_ENV).expect("prefix");
+    init_with_hook(&role_args("rel_secondary", "secondary", &prefix));
+    let mp = lookup(SHARED);
+    assert!(!mp.is_null(), "the primary's pool");
+    println!("REL_ATTACHED");
+    expect_stdin("free");
+    STRETCH_MS.store(1500, Ordering::SeqCst);
+    // SAFETY: a live pool, freed once, by this process.
+    unsafe { sys::rte_mempool_free(mp) };
+    println!("REL_FREED");
 }

@@ -201,3 +201,47 @@ pub fn map_anon(len: usize) -> *mut core::ffi::c_void {
     assert_ne!(addr, libc::MAP_FAILED, "mmap {len} bytes");
     addr
 }
+
+/// Removes what EAL leaves behind for a file prefix: its runtime directory
+/// and its hugepage files.
+pub fn remove_prefix_files(prefix: &str) {
+    let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(prefix));
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    for m in mounts
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+    {
+        let Some(dir) = m.split_whitespace().nth(1) else {
+            continue;
+        };
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                if e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{prefix}map_"))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
+/// EAL arguments of one process of a multi-process test: `proc_type`
+/// (primary or secondary) on the private file prefix `prefix`, lcore 0.
+pub fn role_args(prog: &str, proc_type: &str, prefix: &str) -> Vec<String> {
+    [
+        prog,
+        &format!("--proc-type={proc_type}"),
+        "--file-prefix",
+        prefix,
+        "--no-pci",
+        "--no-telemetry",
+        "-l",
+        "0",
+        "--log-level=pmd.mempool.ptr_ring:debug",
+        "--log-level=lib.eal:notice",
+    ]
+    .map(String::from)
+    .to_vec()
+}
