@@ -2,11 +2,14 @@
 //! the pool's whole life and unmapped once (at final release, or when the
 //! device goes away), never per object and never per recycle.
 //!
-//! Chunk records are append-only, so a device's mappings are always a prefix
-//! of the table: each device slot keeps `mapped`, the number of chunks mapped
-//! for it. Mapping a device (again) maps only chunks `mapped..len`; removing
-//! it unmaps `0..mapped` and marks the slot removed for good. Counters per
-//! device and per pool prove the once-only rule.
+//! Chunk records are append-only while a device is attached (they are
+//! forgotten only with none attached, `PoolCore::forget_chunks`), so a
+//! device's mappings are always a prefix of the table: each device slot
+//! keeps `mapped`, the number of chunks mapped for it. Mapping a device
+//! (again) maps only chunks `mapped..len`; removing it unmaps `0..mapped`
+//! and marks the slot removed: no sync maps it again, and only an explicit
+//! attach (a device of that id plugged again) maps it afresh, from chunk 0.
+//! Counters per device and per pool prove the once-only rule.
 //!
 //! The mapper is process-local (the glue's `rte_dev_dma_map` calls); the
 //! bookkeeping lives in the shared block, under a spinlock (control path).
@@ -57,7 +60,8 @@ impl DmaMapper for NoDma {
 pub enum DeviceState {
     /// Mapped chunks `0..mapped`; new chunks get mapped on sync.
     Attached,
-    /// Unmapped and gone for good (removed, or the pool was released).
+    /// Unmapped and gone (removed, or the pool was released): no sync maps
+    /// it again; an explicit attach (the device plugged again) does.
     Removed,
 }
 
@@ -288,8 +292,13 @@ impl<'a> Dma<'a> {
         state_ok()?;
         let i = match self.find(device) {
             Some(i) => {
-                if self.slot(i).state.load(Ordering::Relaxed) == SLOT_REMOVED {
-                    return Err(PoolError::DeviceRemoved { device });
+                let s = self.slot(i);
+                // Relaxed: slot fields are only written under the lock.
+                if s.state.load(Ordering::Relaxed) == SLOT_REMOVED {
+                    // Plugged again: its old mappings were all undone at
+                    // removal (`mapped` is 0); map everything afresh.
+                    s.mapped.store(0, Ordering::Relaxed);
+                    s.state.store(SLOT_ATTACHED, Ordering::Relaxed);
                 }
                 i
             }

@@ -141,12 +141,6 @@ pub enum PoolError {
         /// The device.
         device: DeviceId,
     },
-    /// The device was removed (its mappings are gone); it is never mapped again.
-    #[error("{device} was removed from this pool; it is never mapped again")]
-    DeviceRemoved {
-        /// The device.
-        device: DeviceId,
-    },
     /// The DMA mapper failed to map a chunk. Chunks before it stay mapped and
     /// recorded; a later sync retries from this one.
     #[error("mapping {chunk:?} for {device} failed: errno {errno}")]

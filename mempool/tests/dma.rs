@@ -89,7 +89,7 @@ fn recycling_objects_never_maps() {
 }
 
 #[test]
-fn removal_unmaps_once_and_device_is_never_remapped() {
+fn removal_unmaps_once_and_only_an_explicit_attach_maps_again() {
     let pool = pool_with_chunks(3, 4);
     let mut m = CountingMapper::default();
     pool.dma_attach(NIC0, &mut m).unwrap();
@@ -99,10 +99,6 @@ fn removal_unmaps_once_and_device_is_never_remapped() {
         pool.dma_remove(NIC0, &mut m).unwrap(),
         0,
         "second removal is a no-op"
-    );
-    assert_eq!(
-        pool.dma_attach(NIC0, &mut m).unwrap_err(),
-        PoolError::DeviceRemoved { device: NIC0 }
     );
     pool.register_chunk(chunk(3)).unwrap();
     assert_eq!(
@@ -136,6 +132,33 @@ fn removal_unmaps_once_and_device_is_never_remapped() {
     assert!(m.live.values().all(|&l| l == 0), "everything unmapped");
     let s = pool.stats();
     assert_eq!((s.dma_maps, s.dma_unmaps, s.devices), (7, 7, 0));
+}
+
+#[test]
+fn a_device_plugged_again_is_mapped_afresh_and_unmapped_once_more() {
+    let pool = pool_with_chunks(3, 4);
+    let mut m = CountingMapper::default();
+    assert_eq!(pool.dma_attach(NIC0, &mut m).unwrap(), 3);
+    assert_eq!(pool.dma_remove(NIC0, &mut m).unwrap(), 3);
+    // The same id attached again: every chunk mapped again, from the first.
+    assert_eq!(pool.dma_attach(NIC0, &mut m).unwrap(), 3);
+    let d = pool.device_stats(NIC0).unwrap();
+    assert_eq!(
+        (d.state, d.mapped, d.maps, d.unmaps),
+        (DeviceState::Attached, 3, 6, 3)
+    );
+    assert!(
+        m.live.values().all(|&l| l == 1),
+        "each chunk mapped once now"
+    );
+    put_chunks(&pool, 4);
+    let out = pool.begin_drain(0, &mut m).unwrap();
+    assert!(
+        matches!(out, PollOutcome::Released { dma: Ok(3), .. }),
+        "{out:?}"
+    );
+    assert!(m.live.values().all(|&l| l == 0), "everything unmapped");
+    assert_eq!(m.total_maps(), m.total_unmaps());
 }
 
 #[test]

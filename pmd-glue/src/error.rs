@@ -208,7 +208,6 @@ pub fn pool_errno(e: &PoolError) -> i32 {
         | PoolError::ChunkOverlap { .. }
         | PoolError::ChunksOverlap { .. }
         | PoolError::BadChunk { .. }
-        | PoolError::DeviceRemoved { .. }
         | PoolError::WrongState { .. } => -libc::EINVAL,
     }
 }
@@ -333,7 +332,6 @@ mod tests {
                 -libc::ENOSPC,
             ),
             (UnknownDevice { device: DEV }, -libc::ENODEV),
-            (DeviceRemoved { device: DEV }, -libc::EINVAL),
             (
                 DmaMap {
                     device: DEV,

@@ -11,7 +11,10 @@
 //!   with an error that names `rte_extmem_register`;
 //! * the real `rte_dev_dma_map` on a `net_null` vdev (the vdev bus returns
 //!   0 without mapping anything): handled, and the mappings are removed
-//!   when the port is closed (its device goes away).
+//!   when the port is closed (its device goes away);
+//! * a device unplugged and plugged again under the same name (the vdev
+//!   recreated as `net_null0`) is a new `rte_device`: the record of the old
+//!   one is gone with its last port and never handed to `rte_dev_dma_map`.
 
 mod common;
 
@@ -244,6 +247,41 @@ fn vdev(mp: *mut sys::rte_mempool) {
     }
 }
 
+fn replug(mp: *mut sys::rte_mempool) {
+    // Port 0 was closed by `vdev`: its device's record went with it.
+    assert_eq!(
+        port::recorded_device("net_null0"),
+        None,
+        "the record of a device whose last port went is kept"
+    );
+    // SAFETY: a vdev of this process, its port closed.
+    assert_eq!(unsafe { sys::rte_vdev_uninit(c"net_null0".as_ptr()) }, 0);
+    // SAFETY: valid name and (empty) arguments.
+    assert_eq!(
+        unsafe { sys::rte_vdev_init(c"net_null0".as_ptr(), c"".as_ptr()) },
+        0
+    );
+    let mut port: u16 = u16::MAX;
+    // SAFETY: valid name and out pointer.
+    let r = unsafe { sys::rte_eth_dev_get_port_by_name(c"net_null0".as_ptr(), &mut port) };
+    assert_eq!(r, 0, "the new net_null0 has a port");
+    // SAFETY: all-zero is a valid rte_eth_dev_info to be filled.
+    let mut info: sys::rte_eth_dev_info = unsafe { core::mem::zeroed() };
+    // SAFETY: a valid port, a valid out pointer.
+    assert_eq!(unsafe { sys::rte_eth_dev_info_get(port, &mut info) }, 0);
+    // SAFETY: a live ptr_ring pool; a probed port.
+    unsafe { port::attach_port(mp, port) }.expect("attach the plugged-again device");
+    assert_eq!(
+        port::recorded_device("net_null0"),
+        Some(info.device),
+        "the record names the new rte_device"
+    );
+    // SAFETY: a probed, unstarted port.
+    assert_eq!(unsafe { sys::rte_eth_dev_close(port) }, 0);
+    assert_eq!(port::recorded_device("net_null0"), None);
+    eprintln!("test: a device plugged again is recorded afresh");
+}
+
 #[test]
 fn eal_dma() {
     let mut args = eal_args("eal_dma", "0");
@@ -253,6 +291,7 @@ fn eal_dma() {
     eal_memory();
     unregistered_memory();
     vdev(mp);
+    replug(mp);
     // SAFETY: the pool, then its memory, each freed once.
     unsafe {
         sys::rte_mempool_free(mp);

@@ -144,8 +144,10 @@ impl PoolCore {
         })
     }
 
-    /// Unmaps everything mapped for `device` and retires it for good (it is
-    /// never mapped again). A second call does nothing (`Ok(0)`).
+    /// Unmaps everything mapped for `device` and retires it: no
+    /// [`dma_sync`](Self::dma_sync) maps it again, only an explicit
+    /// [`dma_attach`](Self::dma_attach) (the device plugged again) does. A
+    /// second call does nothing (`Ok(0)`).
     pub fn dma_remove(
         &self,
         device: DeviceId,

@@ -40,12 +40,25 @@ fn devices() -> MutexGuard<'static, Devices> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
-/// The `rte_device` recorded for `device` (by [`attach_port`]).
+/// The `rte_device` recorded for `device` (by [`attach_port`]), while one
+/// of its attached ports still reports it as its device: a device that was
+/// unplugged (and maybe plugged again under the same name, at another
+/// address) is never handed out from the record.
 pub(super) fn rte_device(device: DeviceId) -> Option<*mut sys::rte_device> {
-    devices()
-        .by_id
-        .get(&device.0)
-        .map(|d| d.dev as *mut sys::rte_device)
+    let d = devices();
+    let entry = d.by_id.get(&device.0)?;
+    let dev = entry.dev as *mut sys::rte_device;
+    entry
+        .ports
+        .iter()
+        .any(|&p| port_device(p).is_ok_and(|live| live == dev))
+        .then_some(dev)
+}
+
+/// The device recorded under `name`, as [`rte_device`] hands it out (tests).
+#[doc(hidden)]
+pub fn recorded_device(name: &str) -> Option<*mut sys::rte_device> {
+    rte_device(device_id(name))
 }
 
 /// The id under which the core keeps a device's mappings: a hash of the
@@ -104,15 +117,14 @@ fn port_device(port: u16) -> Result<*mut sys::rte_device, GlueError> {
 fn remember_port(port: u16, dev: *mut sys::rte_device, name: &str) -> DeviceId {
     let id = device_id(name);
     let mut d = devices();
-    d.by_id
-        .entry(id.0)
-        .or_insert_with(|| DeviceEntry {
-            dev: dev as usize,
-            name: name.to_string(),
-            ports: BTreeSet::new(),
-        })
-        .ports
-        .insert(port);
+    let entry = d.by_id.entry(id.0).or_insert_with(|| DeviceEntry {
+        dev: dev as usize,
+        name: name.to_string(),
+        ports: BTreeSet::new(),
+    });
+    // A device of this name plugged again is another rte_device.
+    entry.dev = dev as usize;
+    entry.ports.insert(port);
     d.port_device.insert(port, id.0);
     id
 }
@@ -150,30 +162,48 @@ unsafe extern "C" fn on_port_event(
 ) -> c_int {
     ffi::guard_void("the port event callback", || {
         let removed = event == sys::RTE_ETH_EVENT_INTR_RMV;
-        if let Some((device, name)) = forget_port(port, removed) {
+        // While the port is still attached (the event comes before the
+        // port and its device go), so that the unmap still finds the
+        // device through it.
+        if let Some((device, name)) = mappings_go(port, removed) {
             unmap_from_pools(device, &name, port, removed);
         }
+        forget_port(port);
     });
     0
 }
 
-/// Forgets `port`; returns its device (id and name) when the device's
-/// mappings must go: it was removed, or `port` was its last attached port.
-fn forget_port(port: u16, removed: bool) -> Option<(DeviceId, String)> {
-    let mut d = devices();
-    let id = d.port_device.remove(&port)?;
-    let entry = d.by_id.get_mut(&id)?;
-    entry.ports.remove(&port);
-    if !removed && !entry.ports.is_empty() {
+/// The device (id and name) of `port` when the device's mappings must go
+/// with this event: it was removed, or `port` is its last attached port.
+fn mappings_go(port: u16, removed: bool) -> Option<(DeviceId, String)> {
+    let d = devices();
+    let id = *d.port_device.get(&port)?;
+    let entry = d.by_id.get(&id)?;
+    let others: Vec<u16> = entry.ports.iter().copied().filter(|&p| p != port).collect();
+    if !removed && !others.is_empty() {
         log!(
             Level::Debug,
-            "port {port} released; device {} still has attached ports {:?}: mappings kept",
-            entry.name,
-            entry.ports
+            "port {port} released; device {} still has attached ports {others:?}: mappings kept",
+            entry.name
         );
         return None;
     }
     Some((DeviceId(id), entry.name.clone()))
+}
+
+/// Forgets `port`, and its device once no attached port is left: a device
+/// plugged again later is recorded afresh.
+fn forget_port(port: u16) {
+    let mut d = devices();
+    let Some(id) = d.port_device.remove(&port) else {
+        return;
+    };
+    if let Some(entry) = d.by_id.get_mut(&id) {
+        entry.ports.remove(&port);
+        if entry.ports.is_empty() {
+            d.by_id.remove(&id);
+        }
+    }
 }
 
 /// Removes `device`'s mappings from every ptr_ring pool of this process.

@@ -37,7 +37,7 @@ mod dma;
 mod release;
 mod shutdown;
 
-pub use devices::{attach_port, device_id, register_event_callbacks};
+pub use devices::{attach_port, device_id, recorded_device, register_event_callbacks};
 pub use dma::{
     attach_device, detach_device, DevDma, DmaAttach, DmaDetach, PoolDmaMapper, RteDevDma,
 };
