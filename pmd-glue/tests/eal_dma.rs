@@ -257,10 +257,8 @@ fn replug(mp: *mut sys::rte_mempool) {
     // SAFETY: a vdev of this process, its port closed.
     assert_eq!(unsafe { sys::rte_vdev_uninit(c"net_null0".as_ptr()) }, 0);
     // SAFETY: valid name and (empty) arguments.
-    assert_eq!(
-        unsafe { sys::rte_vdev_init(c"net_null0".as_ptr(), c"".as_ptr()) },
-        0
-    );
+    let r = unsafe { sys::rte_vdev_init(c"net_null0".as_ptr(), c"".as_ptr()) };
+    assert_eq!(r, 0, "net_null0 plugged again");
     let mut port: u16 = u16::MAX;
     // SAFETY: valid name and out pointer.
     let r = unsafe { sys::rte_eth_dev_get_port_by_name(c"net_null0".as_ptr(), &mut port) };
