@@ -43,7 +43,8 @@ root=$roots/$suite
 stamp=$root/.ptr-ring-packages
 # What the DPDK-facing suite, the demo, the bench and the packaging use.
 packages=(dpdk dpdk-dev libdpdk-dev dpdk-doc libclang-dev pkg-config gcc libc6-dev make
-    python3 procps iproute2 binutils file ca-certificates coreutils gawk dpkg-dev git linux-perf)
+    python3 procps iproute2 binutils file ca-certificates coreutils gawk dpkg-dev git linux-perf
+    valgrind)
 
 mirror() {
     if [[ -n ${PTR_RING_MIRROR:-} ]]; then

@@ -19,7 +19,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/help.sh"
 help_if_asked "$@"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-packages=(dpdk dpdk-dev libdpdk-dev dpdk-doc libclang-dev pkg-config gcc libc6-dev binutils file dpkg-dev)
+packages=(dpdk dpdk-dev libdpdk-dev dpdk-doc libclang-dev pkg-config gcc libc6-dev binutils file dpkg-dev
+    valgrind)
 want_pages=${PTR_RING_HUGEPAGES:-512}
 hp_dir=/sys/kernel/mm/hugepages/hugepages-2048kB
 hp_mount=/dev/hugepages

@@ -367,6 +367,30 @@ for line in sys.stdin:
             pass "cargo_$t" "$out"
         fi
     done
+    check_release_soak_valgrind "$(awk '$1 == "eal_release" { print $2 }' <<<"$list")"
+}
+
+# eal_release's soak (shutdown, release, cancel and free in random orders,
+# buffers out) once more under valgrind's memcheck, on --no-huge memory
+# (valgrind does not follow hugepage mappings).
+check_release_soak_valgrind() {
+    local exe=$1 log=$logs/valgrind-eal_release.log env=$logs/valgrind-eal.env rc=0
+    if ! command -v valgrind >/dev/null; then
+        fail valgrind_release_soak "valgrind not installed (make setup installs it)"
+        return
+    fi
+    if [[ -z $exe || ! -x $exe ]]; then
+        fail valgrind_release_soak "eal_release not built"
+        return
+    fi
+    printf 'EAL_MODE=nohuge\nEAL_MEM="--no-huge -m 512"\n' >"$env"
+    (cd "$repo/pmd-glue" && PTR_RING_EAL_ENV=$env timeout -k 5 300 valgrind -q --error-exitcode=9 \
+        "$exe" soak_release_orders --exact --nocapture --test-threads=1) </dev/null >"$log" 2>&1 || rc=$?
+    if ((rc != 0)); then
+        fail valgrind_release_soak "exit status $rc (9: memcheck errors)" "$log"
+    else
+        pass valgrind_release_soak "$(grep -oE 'soak [0-9]+ in [^:]*' "$log" | head -n 1)"
+    fi
 }
 
 wanted autotest && check_autotest

@@ -515,3 +515,131 @@ fn shared_secondary() {
     unsafe { sys::rte_mempool_free(mp) };
     println!("REL_FREED");
 }
+
+// ------------------------------------------------------------------- soak
+
+/// xorshift64*: a reproducible sequence from a printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// One round of the soak: a pool with `out` mbufs out, shut down, then
+/// ended one of five ways, chosen by `how`. Returns what it did.
+fn soak_round(round: usize, how: u64, out: usize, rng: &mut Rng) -> &'static str {
+    let name = format!("rel_soak{round}");
+    let pool = MbufPool::create(&name, 128, 0, DATA_ROOM, -1).expect("pool");
+    let mp = pool.as_ptr();
+    let held: Vec<*mut sys::rte_mbuf> = (0..out)
+        .map(|_| pool.alloc().expect("alloc").into_raw())
+        .collect();
+    let outcome = pool.shutdown(&[], Duration::ZERO).expect("shutdown");
+    let return_all = || {
+        for &m in &held {
+            // SAFETY: our mbufs; the pool is alive (they are out).
+            unsafe { sys::rte_pktmbuf_free(m) };
+        }
+    };
+    let what = match (outcome, how) {
+        (ShutdownOutcome::Freed { .. }, _) => "freed at once",
+        // The buffers come back; the alarm frees the pool.
+        (ShutdownOutcome::Deferred { .. }, 0) => {
+            return_all();
+            wait_gone(&name, Duration::from_secs(3));
+            "returned, alarm freed"
+        }
+        // The application takes the free back and frees it (buffers lost).
+        (ShutdownOutcome::Deferred { .. }, 1) => {
+            port::cancel_release(mp).expect("cancel");
+            // SAFETY: the application's to free now.
+            unsafe { sys::rte_mempool_free(mp) };
+            "cancelled, application freed"
+        }
+        // The application frees it directly, with buffers out.
+        (ShutdownOutcome::Deferred { .. }, 2) => {
+            // SAFETY: live (buffers out: the release cannot be freeing it).
+            unsafe { sys::rte_mempool_free(mp) };
+            "application freed with buffers out"
+        }
+        // Buffers back, then the application races the alarm at a random
+        // moment, by the rule: free only if the cancel succeeds.
+        (ShutdownOutcome::Deferred { .. }, _) => {
+            return_all();
+            std::thread::sleep(Duration::from_millis(rng.next(1300)));
+            match port::cancel_release(mp) {
+                Ok(()) => {
+                    // SAFETY: the cancel gave the free to the application.
+                    unsafe { sys::rte_mempool_free(mp) };
+                    "raced the alarm: application freed"
+                }
+                Err(GlueError::PoolGone { .. } | GlueError::ReleaseInProgress { .. }) => {
+                    wait_gone(&name, Duration::from_secs(3));
+                    "raced the alarm: alarm freed"
+                }
+                Err(e) => panic!("round {round}: cancel: {e}"),
+            }
+        }
+    };
+    assert!(lookup(&name).is_null(), "round {round}: {name} still there");
+    what
+}
+
+fn wait_gone(name: &str, within: Duration) {
+    let t = Instant::now();
+    while !lookup(name).is_null() {
+        assert!(t.elapsed() < within, "{name}: not freed within {within:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Shutdown, release, cancel and free in random orders, buffers out; every
+/// pool freed exactly once (no "double free", no EAL "not allocated", no
+/// pending release left), within a time budget. `PTR_RING_SOAK_SEED` picks
+/// the sequence (printed).
+#[test]
+fn soak_release_orders() {
+    let _turn = setup();
+    let seed = std::env::var("PTR_RING_SOAK_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1
+        });
+    eprintln!("test: soak seed {seed} (PTR_RING_SOAK_SEED)");
+    let mut rng = Rng(seed);
+    let start = Instant::now();
+    let mut done: std::collections::BTreeMap<&str, usize> = Default::default();
+    let ((), log) = capture_log(|| {
+        let mut round = 0;
+        while round < 40 && start.elapsed() < Duration::from_secs(15) {
+            let how = rng.next(4);
+            let out = rng.next(3) as usize;
+            let what = soak_round(round, how, out, &mut rng);
+            *done.entry(what).or_default() += 1;
+            round += 1;
+        }
+    });
+    eprintln!(
+        "test: soak {:?} in {:?}: {done:?}",
+        done.values().sum::<usize>(),
+        start.elapsed()
+    );
+    for bad in ["double free", "not allocated", "SIGSEGV", "PANIC"] {
+        assert!(!log.contains(bad), "soak: {bad} in the log:\n{log}");
+    }
+    assert_eq!(
+        port::deferred_releases_pending(),
+        0,
+        "a release left pending"
+    );
+    assert!(done.len() >= 3, "the soak tried too few orders: {done:?}");
+}
