@@ -213,13 +213,33 @@ unsafe fn drain_and_wait(
     let mut backend = RteDevDma;
     let mut mapper = PoolDmaMapper::new(&mut backend);
     let start = Instant::now();
-    // SAFETY: quiescent per the caller's contract.
-    let mut outcome = match unsafe { z.core.drain_quiescent(now_ns(), &mut mapper) } {
-        Ok(o) => o,
-        Err(e) => {
-            // Nothing deferred: a later shutdown may try again.
-            give_back_release(z, token);
-            return Err(e.into());
+    let mut outcome = loop {
+        // SAFETY: quiescent per the caller's contract.
+        match unsafe { z.core.drain_quiescent(now_ns(), &mut mapper) } {
+            // Another driver call (another process's, or an orphan) holds
+            // the core's driver token: retry within the wait, then give up.
+            Ok(PollOutcome::Busy) if start.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(PollOutcome::Busy) => {
+                give_back_release(z, token);
+                log!(
+                    Level::Err,
+                    "shutdown: pool {name}: another driver call held the pool for the whole \
+                     wait ({} ms): nothing done, retry later",
+                    wait.as_millis()
+                );
+                return Err(GlueError::Dpdk {
+                    call: "shutdown_ports (pool busy with another driver call)",
+                    errno: -libc::EBUSY,
+                });
+            }
+            Ok(o) => break o,
+            Err(e) => {
+                // Nothing deferred: a later shutdown may try again.
+                give_back_release(z, token);
+                return Err(e.into());
+            }
         }
     };
     loop {
