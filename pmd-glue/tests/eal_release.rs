@@ -472,6 +472,16 @@ struct Children {
 
 impl Children {
     fn spawn(&mut self, role: &str, prefix: &str) -> (ChildStdin, mpsc::Receiver<String>) {
+        self.spawn_test("secondary_free", role, prefix)
+    }
+
+    /// Runs test `test` of this binary as a child in `role`.
+    fn spawn_test(
+        &mut self,
+        test: &str,
+        role: &str,
+        prefix: &str,
+    ) -> (ChildStdin, mpsc::Receiver<String>) {
         // Without address randomisation: DPDK's rte_mempool_free calls the
         // memory chunks' free callbacks, function pointers the primary
         // stored in shared memory, so a secondary can free the primary's
@@ -481,12 +491,7 @@ impl Children {
             .arg(std::env::consts::ARCH)
             .arg("-R")
             .arg(exe)
-            .args([
-                "secondary_free",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
             .env(ROLE_ENV, role)
             .env(PREFIX_ENV, prefix)
             .stdin(std::process::Stdio::piped())
@@ -713,4 +718,83 @@ fn soak_release_orders() {
         "a release left pending"
     );
     assert!(done.len() >= 3, "the soak tried too few orders: {done:?}");
+}
+
+// ------------------------------------------- a claimant that died
+
+#[test]
+fn dead_claimant_taken_over() {
+    match std::env::var(ROLE_ENV).as_deref() {
+        Ok("primary") => return claimant_primary(),
+        Ok("secondary") => return claimant_secondary(),
+        _ => {}
+    }
+    if !eal_mem().hugepages() {
+        eprintln!(
+            "test: SKIP case dead_claimant_taken_over: EAL mode is {} (no hugepages): no shared \
+             memory",
+            eal_mem().mode
+        );
+        return;
+    }
+    let prefix = format!("ptrring_dead_{}", std::process::id());
+    let mut guard = Children {
+        prefix: prefix.clone(),
+        all: Vec::new(),
+    };
+    remove_prefix_files(&prefix);
+    let (mut pri_in, pri_out) = guard.spawn_test("dead_claimant_taken_over", "primary", &prefix);
+    wait_line(&pri_out, "REL_CREATED");
+    let (_sec_in, sec_out) = guard.spawn_test("dead_claimant_taken_over", "secondary", &prefix);
+    wait_line(&sec_out, "REL_CLAIMED");
+    // The secondary dies holding the release of the primary's pool.
+    let sec = guard.all.last_mut().expect("secondary");
+    sec.kill().expect("SIGKILL the secondary");
+    let _ = sec.wait();
+    say(&mut pri_in, "shutdown");
+    wait_line(&pri_out, "REL_OK");
+    let st = wait_timeout(&mut guard.all[0], 30, "primary");
+    assert!(st.success(), "primary failed: {st}");
+    eprintln!("test: a release claimed by a process that died is taken over");
+}
+
+fn claimant_primary() {
+    let prefix = std::env::var(PREFIX_ENV).expect("prefix");
+    init_with_hook(&role_args("dead_primary", "primary", &prefix));
+    let pool = MbufPool::create(SHARED, 256, 0, DATA_ROOM, -1).expect("pool");
+    let mp = pool.as_ptr();
+    let m = pool.alloc().expect("alloc").into_raw();
+    println!("REL_CREATED");
+    expect_stdin("shutdown");
+    std::mem::forget(pool);
+    // SAFETY: a live pool (one mbuf out); no lcore uses it.
+    let (r, log) = capture_log(|| unsafe { port::shutdown_ports(&[], mp, Duration::ZERO) });
+    assert_eq!(
+        r.expect("taken over"),
+        ShutdownOutcome::Deferred { inflight: 1 }
+    );
+    assert!(
+        log.contains("which has exited without finishing it: taking it over"),
+        "{log}"
+    );
+    // SAFETY: our mbuf; the pool is alive.
+    unsafe { sys::rte_pktmbuf_free(m) };
+    wait_gone(SHARED, Duration::from_secs(3));
+    println!("REL_OK");
+}
+
+fn claimant_secondary() {
+    let prefix = std::env::var(PREFIX_ENV).expect("prefix");
+    init_with_hook(&role_args("dead_secondary", "secondary", &prefix));
+    let mp = lookup(SHARED);
+    assert!(!mp.is_null(), "the primary's pool");
+    // SAFETY: a live pool (the primary holds an mbuf); no lcore uses it.
+    let r = unsafe { port::shutdown_ports(&[], mp, Duration::ZERO) };
+    assert_eq!(
+        r.expect("claimed"),
+        ShutdownOutcome::Deferred { inflight: 1 }
+    );
+    println!("REL_CLAIMED");
+    // Killed here by the parent.
+    std::thread::sleep(Duration::from_secs(30));
 }
