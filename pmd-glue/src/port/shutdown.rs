@@ -304,6 +304,11 @@ fn defer(
         start.elapsed().as_millis(),
         retry_us / 1000
     );
-    defer_release(token, mp, retry_us)?;
+    if let Err(e) = defer_release(token, mp, retry_us) {
+        // No alarm: the release is nobody's, so a later shutdown may
+        // claim it (the pool stays draining).
+        give_back_release(z, token);
+        return Err(e);
+    }
     Ok(ShutdownOutcome::Deferred { inflight })
 }
