@@ -1,5 +1,12 @@
 #include <stdint.h>
 
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
 #include <rte_eal_memconfig.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
@@ -8,6 +15,7 @@
 #include <rte_tailq.h>
 #include <rte_telemetry.h>
 #include <rte_version.h>
+#include <rte_vfio.h>
 
 #include "shim.h"
 
@@ -111,4 +119,38 @@ int dpdk_sys_mempool_listed_call(const struct rte_mempool *mp,
 	}
 	rte_mcfg_tailq_read_unlock();
 	return found;
+}
+
+/*
+ * The IOMMU group of a PCI device bound to vfio-pci, or 0. Such a device
+ * without a driver-specific dma_map has its rte_dev_dma_map served by
+ * DPDK's VFIO fallback on the default container (the PCI bus's
+ * pci_dma_map): every such device shares that container's mappings.
+ * rte_vfio_get_group_num() reads the group from sysfs; the driver link
+ * says whether vfio-pci, not a kernel driver, holds the device.
+ */
+int dpdk_sys_dev_vfio_group(const struct rte_device *dev)
+{
+	static const char base[] = "/sys/bus/pci/devices";
+	const char *name, *drv;
+	char path[PATH_MAX], link[PATH_MAX];
+	int group = 0;
+	ssize_t n;
+
+	if (dev == NULL || strcmp(rte_bus_name(rte_dev_bus(dev)), "pci") != 0)
+		return 0;
+	name = rte_dev_name(dev);
+	if (snprintf(path, sizeof(path), "%s/%s/driver", base, name) >= (int)sizeof(path))
+		return 0;
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	drv = strrchr(link, '/');
+	drv = drv ? drv + 1 : link;
+	if (strcmp(drv, "vfio-pci") != 0)
+		return 0;
+	if (rte_vfio_get_group_num(base, name, &group) <= 0)
+		return 0;
+	return group > 0 ? group : 0;
 }

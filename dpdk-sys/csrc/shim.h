@@ -39,4 +39,10 @@ struct rte_mempool;
 int dpdk_sys_mempool_listed_call(const struct rte_mempool *mp,
 				 void (*fn)(struct rte_mempool *, void *), void *arg);
 
+struct rte_device;
+
+/* The IOMMU group of a PCI device bound to vfio-pci (its rte_dev_dma_map
+ * goes to DPDK's default VFIO container), or 0 for any other device. */
+int dpdk_sys_dev_vfio_group(const struct rte_device *dev);
+
 #endif

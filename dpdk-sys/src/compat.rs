@@ -11,13 +11,18 @@
 //!   (25.11 removed the old name).
 //! * [`mbuf_data_off`], [`mbuf_mtod`] and friends: `rte_mbuf` fields that 24.07 moved into
 //!   anonymous unions, whose bindgen path differs between releases.
+//! * [`dev_vfio_group`]: whether a device's DMA mappings go to DPDK's
+//!   default VFIO container (`rte_bus.h` and `rte_vfio.h`, which the
+//!   bindings do not carry).
 
 use core::ffi::{c_char, c_int};
 
-use crate::bindings::{rte_mbuf, rte_tel_data, RTE_VER_MINOR, RTE_VER_MONTH, RTE_VER_YEAR};
+use crate::bindings::{
+    rte_device, rte_mbuf, rte_tel_data, RTE_VER_MINOR, RTE_VER_MONTH, RTE_VER_YEAR,
+};
 
 mod ffi {
-    use super::{c_char, c_int, rte_mbuf, rte_tel_data};
+    use super::{c_char, c_int, rte_device, rte_mbuf, rte_tel_data};
     extern "C" {
         pub fn dpdk_sys_tel_add_dict_uint(
             d: *mut rte_tel_data,
@@ -33,6 +38,7 @@ mod ffi {
         pub fn dpdk_sys_mbuf_pkt_len(m: *const rte_mbuf) -> u32;
         pub fn dpdk_sys_mbuf_data_len(m: *const rte_mbuf) -> u16;
         pub fn dpdk_sys_mbuf_port(m: *const rte_mbuf) -> u16;
+        pub fn dpdk_sys_dev_vfio_group(dev: *const rte_device) -> c_int;
     }
 }
 
@@ -145,4 +151,18 @@ pub unsafe fn mbuf_data_len(m: *const rte_mbuf) -> u16 {
 pub unsafe fn mbuf_port(m: *const rte_mbuf) -> u16 {
     // SAFETY: the caller's contract; the C side reads one field.
     unsafe { ffi::dpdk_sys_mbuf_port(m) }
+}
+
+/// The IOMMU group of `dev` when it is a PCI device bound to `vfio-pci`,
+/// else `None`. Such a device's `rte_dev_dma_map` (a driver without a
+/// mapping of its own) goes to DPDK's default VFIO container, which every
+/// such device shares: a range mapped there is mapped for all of them.
+///
+/// # Safety
+/// `dev` is null or a live `rte_device`.
+pub unsafe fn dev_vfio_group(dev: *const rte_device) -> Option<u32> {
+    // SAFETY: the caller's contract; the C side reads the device's bus and
+    // name, and sysfs.
+    let g = unsafe { ffi::dpdk_sys_dev_vfio_group(dev) };
+    (g > 0).then_some(g as u32)
 }

@@ -20,12 +20,13 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CString};
+use std::sync::{Arc, Mutex};
 
 use common::*;
 use dpdk_sys as sys;
 use mempool::DeviceId;
 use rte_mempool_ptr_ring::api::MbufPool;
-use rte_mempool_ptr_ring::port::{self, DevDma};
+use rte_mempool_ptr_ring::port::{self, DevDma, Domain};
 use rte_mempool_ptr_ring::{zone, GlueError};
 
 const PAGE: usize = 4096;
@@ -33,32 +34,136 @@ const EXT_LEN: usize = 2 << 20;
 /// IOVA of the first external page: deliberately not the VA.
 const EXT_IOVA: u64 = 0x7_0000_0000;
 
+/// Map entries a model container holds (DPDK's VFIO layer keeps 256 user
+/// maps, `VFIO_MAX_USER_MEM_MAPS`; a small limit shows a per-page mapper).
+const ENTRY_LIMIT: usize = 8;
+
+/// One container's mappings: va -> (iova, len).
 #[derive(Default)]
-struct Counting {
-    /// (device, page va) -> (iova, len) of live mappings.
-    live: BTreeMap<(u64, usize), (u64, usize)>,
-    maps: usize,
-    unmaps: usize,
+struct Container {
+    maps: BTreeMap<usize, (u64, usize)>,
 }
 
-impl DevDma for Counting {
+/// DPDK's VFIO rules, as `rte_vfio_container_dma_map` / `_unmap` apply them
+/// to a container: devices of one container share its mappings (a range
+/// mapped for one is mapped for all, an unmap for one unmaps for all); a
+/// map that overlaps a mapped range fails with `-EEXIST`; a container holds
+/// at most [`ENTRY_LIMIT`] entries (`-ENOMEM` past it); an unmap must name
+/// exactly one mapped range (`-EINVAL` otherwise). Devices not put in a
+/// shared container each have their own. Rule breaks are recorded, not
+/// panicked on (the calls come through `extern "C"` callbacks too).
+#[derive(Default)]
+struct VfioModel {
+    /// Devices of a shared container, by container number.
+    shared: BTreeMap<u64, u32>,
+    containers: BTreeMap<u64, Container>,
+    maps: usize,
+    unmaps: usize,
+    errors: Vec<String>,
+}
+
+impl VfioModel {
+    /// The container `device` maps into: its shared one, or its own.
+    fn key(&self, device: DeviceId) -> u64 {
+        self.shared
+            .get(&device.0)
+            .map_or(device.0, |&c| u64::from(c) | 1 << 63)
+    }
+    fn entries(&self) -> usize {
+        self.containers.values().map(|c| c.maps.len()).sum()
+    }
+    /// Pages covered by live entries of `device`'s container, each counted
+    /// once per entry covering it.
+    fn pages(&self, device: DeviceId) -> Vec<usize> {
+        let mut v = Vec::new();
+        if let Some(c) = self.containers.get(&self.key(device)) {
+            for (&va, &(_, len)) in &c.maps {
+                v.extend((va..va + len).step_by(PAGE));
+            }
+        }
+        v
+    }
+}
+
+impl DevDma for VfioModel {
     fn map(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32> {
-        assert_eq!(va % PAGE, 0, "map of {va:#x}: not page aligned");
-        assert_eq!(len, PAGE, "map of {va:#x}: not one page ({len})");
-        let prev = self.live.insert((device.0, va), (iova, len));
-        assert!(prev.is_none(), "page {va:#x} mapped twice for {device}");
+        let key = self.key(device);
+        let c = self.containers.entry(key).or_default();
+        if !va.is_multiple_of(PAGE) || !len.is_multiple_of(PAGE) || len == 0 {
+            self.errors
+                .push(format!("map {va:#x}+{len:#x}: not whole pages"));
+            return Err(-libc::EINVAL);
+        }
+        let overlaps = c
+            .maps
+            .range(..va + len)
+            .next_back()
+            .is_some_and(|(&v, &(_, l))| v + l > va);
+        if overlaps {
+            self.errors
+                .push(format!("map {va:#x}+{len:#x} for {device}: EEXIST"));
+            return Err(-libc::EEXIST);
+        }
+        if c.maps.len() >= ENTRY_LIMIT {
+            self.errors
+                .push(format!("map {va:#x}+{len:#x} for {device}: entry limit"));
+            return Err(-libc::ENOMEM);
+        }
+        c.maps.insert(va, (iova, len));
         self.maps += 1;
         Ok(())
     }
     fn unmap(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32> {
-        let m = self.live.remove(&(device.0, va));
-        assert_eq!(
-            m,
-            Some((iova, len)),
-            "unmap of {va:#x} for {device}: not what was mapped"
-        );
+        let key = self.key(device);
+        let c = self.containers.entry(key).or_default();
+        if c.maps.get(&va) != Some(&(iova, len)) {
+            self.errors.push(format!(
+                "unmap {va:#x}+{len:#x} for {device}: not a mapped range"
+            ));
+            return Err(-libc::EINVAL);
+        }
+        c.maps.remove(&va);
         self.unmaps += 1;
         Ok(())
+    }
+}
+
+/// A [`VfioModel`] that the test and `RteDevDma` (through the override,
+/// for the calls that populate and `ops->free` make) both reach.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<VfioModel>>);
+
+impl Shared {
+    fn with<R>(&self, f: impl FnOnce(&mut VfioModel) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+    /// Checks no rule was broken and every mapping made was undone once.
+    fn assert_clean(&self, what: &str) {
+        self.with(|m| {
+            assert!(
+                m.errors.is_empty(),
+                "{what}: VFIO rules broken: {:?}",
+                m.errors
+            );
+            assert_eq!(m.entries(), 0, "{what}: mappings left");
+            assert_eq!(m.unmaps, m.maps, "{what}: unmaps against maps");
+        });
+    }
+}
+
+impl DevDma for Shared {
+    fn map(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32> {
+        self.with(|m| m.map(device, va, iova, len))
+    }
+    fn unmap(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32> {
+        self.with(|m| m.unmap(device, va, iova, len))
+    }
+    fn domain(&mut self, device: DeviceId) -> Domain {
+        self.with(|m| {
+            m.shared
+                .get(&device.0)
+                .map_or(Domain::Device(device), |&c| Domain::Container(c))
+        })
     }
 }
 
@@ -90,104 +195,191 @@ fn pages_of(mp: *mut sys::rte_mempool) -> BTreeSet<usize> {
     pages
 }
 
-fn external_pool() -> (*mut sys::rte_mempool, *mut c_void) {
+/// An area of `EXT_LEN` registered with `rte_extmem_register`, its pages
+/// IOVA-contiguous from `iova`.
+fn ext_area(iova: u64) -> *mut c_void {
     let addr = map_anon(EXT_LEN);
     let mut iovas: Vec<u64> = (0..EXT_LEN / PAGE)
-        .map(|i| EXT_IOVA + (i * PAGE) as u64)
+        .map(|i| iova + (i * PAGE) as u64)
         .collect();
     // SAFETY: our mapping, its page IOVAs.
     let rc = unsafe {
         sys::rte_extmem_register(addr, EXT_LEN, iovas.as_mut_ptr(), iovas.len() as u32, PAGE)
     };
     assert_eq!(rc, 0, "rte_extmem_register: {}", strerror(sys::errno()));
+    addr
+}
+
+/// Populates `mp` with `[off, off + len)` of the area at `addr` (IOVA base
+/// `iova`); returns the objects laid out.
+fn populate_ext(
+    mp: *mut sys::rte_mempool,
+    addr: *mut c_void,
+    iova: u64,
+    off: usize,
+    len: usize,
+) -> i32 {
+    // SAFETY: registered memory, IOVA-contiguous as registered.
+    let r = unsafe {
+        sys::rte_mempool_populate_iova(
+            mp,
+            addr.cast::<core::ffi::c_char>().add(off),
+            iova + off as u64,
+            len,
+            None,
+            core::ptr::null_mut(),
+        )
+    };
+    assert!(r > 0, "populate on external memory: {r}");
+    r
+}
+
+/// Frees `mp`, then unregisters and unmaps its area.
+fn free_ext(mp: *mut sys::rte_mempool, addr: *mut c_void) {
+    // SAFETY: the pool, then its memory, each freed once.
+    unsafe {
+        sys::rte_mempool_free(mp);
+        assert_eq!(sys::rte_extmem_unregister(addr, EXT_LEN), 0);
+        libc::munmap(addr, EXT_LEN);
+    }
+}
+
+fn external_pool() -> (*mut sys::rte_mempool, *mut c_void) {
+    let addr = ext_area(EXT_IOVA);
     let mp = empty_pool("dma_ext", 300);
     // Two chunks split inside a page: the records on either side share it.
     let split = 200 * 1024 + 1000;
-    let mut n = 0;
-    for (off, len) in [(0, split), (split, EXT_LEN - split)] {
-        // SAFETY: registered memory, IOVA-contiguous as registered above.
-        let r = unsafe {
-            sys::rte_mempool_populate_iova(
-                mp,
-                addr.cast::<core::ffi::c_char>().add(off),
-                EXT_IOVA + off as u64,
-                len,
-                None,
-                core::ptr::null_mut(),
-            )
-        };
-        assert!(r > 0, "populate on external memory: {r}");
-        n += r;
-    }
+    let n: i32 = [(0, split), (split, EXT_LEN - split)]
+        .iter()
+        .map(|&(off, len)| populate_ext(mp, addr, EXT_IOVA, off, len))
+        .sum();
     assert_eq!(n, 300, "populate on external memory");
     (mp, addr)
 }
 
+/// Two devices with a container each: every touched page mapped once per
+/// container, in whole contiguous runs (a few entries, not one per page),
+/// at the IOVA registered for it; a second attach maps nothing; detaching
+/// one device leaves the other's mappings and unmaps exactly its ranges.
 fn external_memory() -> (*mut sys::rte_mempool, *mut c_void) {
     let (mp, addr) = external_pool();
     let pages = pages_of(mp);
     // SAFETY: a live pool.
     let chunks = unsafe { zone::attach(mp) }.expect("ours").core.chunks();
-    let mut c = Counting::default();
+    let vfio = Shared::default();
+    let mut c = vfio.clone();
     let (a, b) = (port::device_id("test_dev_a"), port::device_id("test_dev_b"));
     // SAFETY: a live ptr_ring pool.
-    let r = unsafe { port::attach_device(mp, a, &mut c) }.expect("attach a");
+    let r = unsafe { port::attach_device(mp, a, &mut c) };
+    let entries = vfio.with(|m| m.entries());
     eprintln!(
-        "test: external pool: {chunks} records over {} pages: attach {r:?}",
+        "test: external pool: {chunks} records over {} pages: attach {r:?}, {entries} entries",
         pages.len()
     );
+    let r = r.expect("attach a within the container's entry limit");
     assert_eq!(r.records, chunks);
     assert!(chunks >= 2, "records sharing a page");
     assert_eq!(r.eal_records, 0, "external memory is not EAL's");
     assert_eq!(r.pages_mapped, pages.len(), "each touched page once");
-    assert_eq!(c.maps, pages.len());
-    for (&(_, va), &(iova, _)) in &c.live {
-        assert!(pages.contains(&va));
+    assert!(
+        entries <= chunks,
+        "one entry per contiguous run, {entries} for {chunks} records"
+    );
+    vfio.with(|m| {
+        let covered = m.pages(a);
         assert_eq!(
-            iova,
-            EXT_IOVA + (va - addr as usize) as u64,
-            "page {va:#x}: the IOVA registered for it"
+            covered.iter().copied().collect::<BTreeSet<_>>(),
+            pages,
+            "exactly the touched pages"
         );
-    }
+        assert_eq!(covered.len(), pages.len(), "no page in two entries");
+        for cont in m.containers.values() {
+            for (&va, &(iova, _)) in &cont.maps {
+                assert_eq!(
+                    iova,
+                    EXT_IOVA + (va - addr as usize) as u64,
+                    "run at {va:#x}: the IOVA registered for it"
+                );
+            }
+        }
+    });
     // SAFETY: as above.
     let again = unsafe { port::attach_device(mp, a, &mut c) }.expect("attach a again");
-    assert_eq!(
-        (again.records, again.pages_mapped, c.maps),
-        (0, 0, pages.len())
-    );
+    assert_eq!((again.records, again.pages_mapped), (0, 0));
+    assert_eq!(vfio.with(|m| m.entries()), entries);
     // SAFETY: as above.
     let rb = unsafe { port::attach_device(mp, b, &mut c) }.expect("attach b");
     assert_eq!(
         rb.pages_mapped,
         pages.len(),
-        "a second device maps for itself"
+        "a second container maps for itself"
     );
     // SAFETY: as above.
     let d = unsafe { port::detach_device(mp, a, &mut c) }.expect("detach a");
     assert_eq!(d.pages_unmapped, pages.len(), "each page unmapped once");
-    assert!(
-        c.live.keys().all(|&(dev, _)| dev == b.0),
-        "b's mappings stay"
-    );
+    vfio.with(|m| {
+        assert!(m.pages(a).is_empty(), "a's container is empty");
+        assert_eq!(m.pages(b).len(), pages.len(), "b's mappings stay");
+    });
     // SAFETY: as above.
     let d2 = unsafe { port::detach_device(mp, a, &mut c) }.expect("detach a again");
     assert_eq!((d2.records, d2.pages_unmapped), (0, 0));
     // SAFETY: as above.
     unsafe { port::detach_device(mp, b, &mut c) }.expect("detach b");
-    assert!(c.live.is_empty());
-    assert_eq!(c.unmaps, c.maps);
+    vfio.assert_clean("two containers");
     (mp, addr)
+}
+
+/// Two devices of one container (DPDK's default VFIO container): the
+/// second attach maps nothing (VFIO would say EEXIST) and the ranges stay
+/// mapped until the last of them goes.
+fn shared_container(mp: *mut sys::rte_mempool) {
+    let pages = pages_of(mp).len();
+    let vfio = Shared::default();
+    let (a, b) = (
+        port::device_id("test_vfio_a"),
+        port::device_id("test_vfio_b"),
+    );
+    vfio.with(|m| {
+        m.shared.insert(a.0, 0);
+        m.shared.insert(b.0, 0);
+    });
+    let mut c = vfio.clone();
+    // SAFETY: a live ptr_ring pool.
+    unsafe { port::attach_device(mp, a, &mut c) }.expect("attach a");
+    let (entries, maps) = vfio.with(|m| (m.entries(), m.maps));
+    // SAFETY: as above.
+    let rb = unsafe { port::attach_device(mp, b, &mut c) };
+    eprintln!("test: second device of one container: {rb:?}");
+    let rb = rb.expect("attach b: the container's mappings serve it");
+    assert_eq!(rb.pages_mapped, 0, "nothing mapped again");
+    assert_eq!(vfio.with(|m| (m.entries(), m.maps)), (entries, maps));
+    // SAFETY: as above.
+    let d = unsafe { port::detach_device(mp, a, &mut c) }.expect("detach a");
+    assert_eq!(d.pages_unmapped, 0, "b still uses the ranges");
+    assert_eq!(vfio.with(|m| m.pages(b).len()), pages, "still mapped for b");
+    // SAFETY: as above.
+    let d = unsafe { port::detach_device(mp, b, &mut c) }.expect("detach b");
+    assert_eq!(d.pages_unmapped, pages, "unmapped with the last device");
+    vfio.assert_clean("one container");
+    eprintln!("test: one container, two devices: mapped once, unmapped once");
 }
 
 fn eal_memory() {
     let pool = MbufPool::create("dma_eal", 512, 0, 2048, -1).expect("pool");
     let chunks = pool.stats().expect("stats").chunks;
-    let mut c = Counting::default();
+    let vfio = Shared::default();
+    let mut c = vfio.clone();
     // SAFETY: a live ptr_ring pool.
     let r = unsafe { port::attach_device(pool.as_ptr(), port::device_id("test_dev_a"), &mut c) }
         .expect("attach");
     assert_eq!(
-        (r.records, r.eal_records, r.pages_mapped, c.maps),
+        (
+            r.records,
+            r.eal_records,
+            r.pages_mapped,
+            vfio.with(|m| m.maps)
+        ),
         (chunks, chunks, 0, 0),
         "EAL memory is mapped by EAL: recorded, never mapped again"
     );
@@ -197,7 +389,8 @@ fn unregistered_memory() {
     let mp = empty_pool("dma_anon", 64);
     // SAFETY: a live pool.
     assert!(unsafe { sys::rte_mempool_populate_anon(mp) } > 0);
-    let mut c = Counting::default();
+    let vfio = Shared::default();
+    let mut c = vfio.clone();
     // SAFETY: a live ptr_ring pool.
     let (r, log) =
         capture_log(|| unsafe { port::attach_device(mp, port::device_id("test_dev_a"), &mut c) });
@@ -208,7 +401,7 @@ fn unregistered_memory() {
         }
         other => panic!("anonymous memory must be refused: {other:?}\n{log}"),
     }
-    assert_eq!(c.maps, 0);
+    assert_eq!(vfio.with(|m| m.maps), 0);
     // SAFETY: a live pool, freed once.
     unsafe { sys::rte_mempool_free(mp) };
 }
@@ -286,15 +479,11 @@ fn eal_dma() {
     args.extend(["--vdev", "net_null0", "--vdev", "net_null1"].map(String::from));
     init_eal(&args);
     let (mp, addr) = external_memory();
+    shared_container(mp);
     eal_memory();
     unregistered_memory();
     vdev(mp);
     replug(mp);
-    // SAFETY: the pool, then its memory, each freed once.
-    unsafe {
-        sys::rte_mempool_free(mp);
-        assert_eq!(sys::rte_extmem_unregister(addr, EXT_LEN), 0);
-        libc::munmap(addr, EXT_LEN);
-    }
+    free_ext(mp, addr);
     eprintln!("test: eal_dma OK");
 }

@@ -1,33 +1,47 @@
 //! DMA mapping of a pool's memory for a device: the core's [`DmaMapper`]
 //! over `rte_dev_dma_map` ([`PoolDmaMapper`]), and [`attach_device`] /
-//! [`detach_device`], which run it on a pool.
+//! [`detach_device`], which run it on a pool. The ranges mapped, per
+//! mapping domain and shared by every process, are `dma_domains`'.
 
 use core::ffi::c_void;
-use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use dpdk_sys as sys;
 use mempool::{ChunkInfo, DeviceId, DmaMapper};
 
 use super::devices;
+use super::dma_domains::{self, Domain, Locked, Run};
 use crate::error::GlueError;
 use crate::ffi::pool_name;
 use crate::log::Level;
 use crate::{log, zone};
 
 /// The device calls behind [`PoolDmaMapper`]: `rte_dev_dma_map` /
-/// `rte_dev_dma_unmap` in production ([`RteDevDma`]); tests count instead.
-/// Ranges are whole pages of memory registered with `rte_extmem_register`.
+/// `rte_dev_dma_unmap` in production ([`RteDevDma`]); tests model VFIO
+/// instead. Ranges are runs of whole, VA- and IOVA-contiguous pages of
+/// memory registered with `rte_extmem_register`.
 pub trait DevDma {
-    /// Maps `[va, va + len)` at `iova` for `device`.
+    /// Maps `[va, va + len)` at `iova` for `device` (for every device of
+    /// its [`domain`](DevDma::domain)).
     fn map(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32>;
-    /// Undoes one successful [`DevDma::map`] of the same range.
+    /// Undoes one successful [`DevDma::map`] of exactly that range in the
+    /// device's domain; `device` may be another device of the domain than
+    /// the one it was mapped for.
     fn unmap(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32>;
+    /// Where `device`'s mappings live; asked before its first mapping.
+    fn domain(&mut self, device: DeviceId) -> Domain {
+        Domain::Device(device)
+    }
 }
 
 /// `rte_dev_dma_map` / `rte_dev_dma_unmap` on the `rte_device` recorded for
 /// the id. Devices without DMA mapping fail with `-ENOTSUP`; a bus that has
 /// the call but nothing to map (the vdev bus, for `net_null`) returns 0.
+///
+/// Domains: a PCI device bound to `vfio-pci` maps through DPDK's VFIO
+/// fallback into the default container, which all such devices share
+/// ([`Domain::Container`] 0); every other device (a driver with its own
+/// mapping, another bus) is its own domain.
 #[derive(Debug, Default)]
 pub struct RteDevDma;
 
@@ -63,29 +77,45 @@ impl RteDevDma {
 
 impl DevDma for RteDevDma {
     fn map(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32> {
+        if let Some(b) = dev_dma_override().as_mut() {
+            return b.map(device, va, iova, len);
+        }
         Self::call(device, va, iova, len, true)
     }
     fn unmap(&mut self, device: DeviceId, va: usize, iova: u64, len: usize) -> Result<(), i32> {
+        if let Some(b) = dev_dma_override().as_mut() {
+            return b.unmap(device, va, iova, len);
+        }
         Self::call(device, va, iova, len, false)
+    }
+    fn domain(&mut self, device: DeviceId) -> Domain {
+        if let Some(b) = dev_dma_override().as_mut() {
+            return b.domain(device);
+        }
+        let Some(dev) = devices::rte_device(device) else {
+            return Domain::Device(device);
+        };
+        // SAFETY: a live device (as in `call`).
+        match unsafe { sys::compat::dev_vfio_group(dev) } {
+            Some(_) => Domain::Container(0),
+            None => Domain::Device(device),
+        }
     }
 }
 
-/// One mapped page of external memory for one device, with the number of
-/// chunk records that use it (neighbouring records share pages).
-#[derive(Debug, Clone, Copy)]
-struct PageMap {
-    refs: u32,
-    iova: u64,
-    len: usize,
+type DevDmaOverride = Option<Box<dyn DevDma + Send>>;
+
+fn dev_dma_override() -> MutexGuard<'static, DevDmaOverride> {
+    static OVERRIDE: Mutex<DevDmaOverride> = Mutex::new(None);
+    OVERRIDE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Mapped pages by (device, page address).
-type PageMaps = BTreeMap<(u64, usize), PageMap>;
-
-/// Mapped pages, process-wide.
-fn page_maps() -> MutexGuard<'static, PageMaps> {
-    static PAGES: Mutex<PageMaps> = Mutex::new(BTreeMap::new());
-    PAGES.lock().unwrap_or_else(|e| e.into_inner())
+/// Tests only: [`RteDevDma`] forwards every call to `backend` instead of
+/// DPDK while one is set (the paths that make their own `RteDevDma`:
+/// populate, `ops->free`, port events, the deferred release).
+#[doc(hidden)]
+pub fn set_dev_dma_override(backend: DevDmaOverride) {
+    *dev_dma_override() = backend;
 }
 
 /// `RTE_BAD_IOVA` (a macro bindgen does not carry).
@@ -130,18 +160,25 @@ fn page_iova(msl: *const sys::rte_memseg_list, page: usize) -> Option<u64> {
 /// The core's [`DmaMapper`] the DPDK way:
 /// * EAL memory (memzones, the default `rte_mempool_populate_default`) is
 ///   mapped by EAL for VFIO devices already: recorded as mapped, no call;
-/// * memory registered with `rte_extmem_register` is mapped page by page
-///   (whole, aligned pages of its memseg list) once per device, shared by
-///   the records that touch a page, unmapped when the last one goes;
+/// * memory registered with `rte_extmem_register` is mapped in runs of
+///   whole, aligned pages that are VA- and IOVA-contiguous (one map entry
+///   per run, not per page), once per mapping domain: pages the domain has
+///   mapped already (for a neighbouring record, or another device of the
+///   domain) are used, not mapped again; a run is unmapped, exactly as
+///   mapped, when its last use goes;
 /// * anything else cannot be mapped: `-EINVAL` (see [`GlueError::NotDmaMemory`]).
 pub struct PoolDmaMapper<'a> {
     backend: &'a mut dyn DevDma,
     /// Records found in EAL memory (not mapped again).
     pub eal_records: usize,
-    /// Pages mapped by this mapper.
+    /// Pages mapped by this mapper's map calls.
     pub pages_mapped: usize,
-    /// Pages unmapped by this mapper.
+    /// Pages unmapped by this mapper's unmap calls.
     pub pages_unmapped: usize,
+    /// Map calls (entries made) by this mapper.
+    pub entries_mapped: usize,
+    /// Unmap calls by this mapper.
+    pub entries_unmapped: usize,
     /// Set when the device said `-ENOTSUP`.
     pub unsupported: bool,
     /// An address of a chunk in unregistered memory, when one was met.
@@ -156,13 +193,17 @@ impl<'a> PoolDmaMapper<'a> {
             eal_records: 0,
             pages_mapped: 0,
             pages_unmapped: 0,
+            entries_mapped: 0,
+            entries_unmapped: 0,
             unsupported: false,
             unregistered: None,
         }
     }
 
-    /// Maps every page of `[start, end)` for `device`, all or nothing.
-    fn map_pages(
+    /// Maps `[start, end)` of external memory for `device`, all or
+    /// nothing: uses the ranges its domain has mapped over any of those
+    /// pages, maps the other pages in contiguous runs.
+    fn map_external(
         &mut self,
         device: DeviceId,
         msl: *const sys::rte_memseg_list,
@@ -170,81 +211,122 @@ impl<'a> PoolDmaMapper<'a> {
         end: usize,
     ) -> Result<(), i32> {
         // SAFETY: a live memseg list returned by EAL.
-        let pg = unsafe { (*msl).page_sz } as usize;
-        let mut pages = page_maps();
-        let mut done: Vec<usize> = Vec::new();
-        let mut page = start - start % pg.max(1);
-        while page < end {
-            if let Err(e) = self.map_page(&mut pages, device, msl, page, pg) {
+        let pg = (unsafe { (*msl).page_sz } as usize).max(1);
+        let mut t = dma_domains::lock()?;
+        let domain = match t.device_domain(device) {
+            Some(d) => d,
+            None => self.backend.domain(device),
+        };
+        let Plan { used, runs } = plan(&mut t, domain, msl, start - start % pg, end, pg)?;
+        if t.free_slots() < runs.len() {
+            return Err(-libc::ENOSPC);
+        }
+        t.add_device_use(device, domain)?;
+        let mut made = Vec::with_capacity(runs.len());
+        for &(va, iova, len) in &runs {
+            if let Err(e) = self.backend.map(device, va, iova, len) {
+                if e == -libc::ENOTSUP {
+                    self.unsupported = true;
+                }
                 // All or nothing: the core retries the record later.
-                self.undo_pages(&mut pages, device, &done);
+                for &i in made.iter().rev() {
+                    if let Some(run) = t.drop_ref(i) {
+                        if let Err(e) = self.unmap_run(device, &run) {
+                            log!(
+                                Level::Err,
+                                "DMA: undoing the map of {:#x}+{:#x} for {device} after a \
+                                 failed map: {e}",
+                                run.va,
+                                run.len
+                            );
+                        }
+                    }
+                }
+                t.drop_device_use(device);
                 return Err(e);
             }
-            done.push(page);
-            page += pg;
+            made.push(t.insert(domain, (va, iova, len), pg));
+            self.entries_mapped += 1;
+            self.pages_mapped += len / pg;
+        }
+        for i in used {
+            t.take(i);
         }
         Ok(())
     }
 
-    /// Maps one page for `device`, or takes one more reference on its
-    /// mapping.
-    fn map_page(
-        &mut self,
-        pages: &mut PageMaps,
-        device: DeviceId,
-        msl: *const sys::rte_memseg_list,
-        page: usize,
-        len: usize,
-    ) -> Result<(), i32> {
-        let key = (device.0, page);
-        if let Some(m) = pages.get_mut(&key) {
-            m.refs += 1;
-            return Ok(());
-        }
-        let iova = page_iova(msl, page).ok_or(-libc::EINVAL)?;
-        if let Err(e) = self.backend.map(device, page, iova, len) {
-            if e == -libc::ENOTSUP {
-                self.unsupported = true;
-            }
-            return Err(e);
-        }
-        self.pages_mapped += 1;
-        pages.insert(key, PageMap { refs: 1, iova, len });
-        Ok(())
-    }
-
-    /// Drops the references [`map_pages`](Self::map_pages) took before it
-    /// failed.
-    fn undo_pages(&mut self, pages: &mut PageMaps, device: DeviceId, done: &[usize]) {
-        for &p in done {
-            if let Err(e) = self.drop_page(pages, device, p) {
-                log!(
-                    Level::Err,
-                    "DMA: undoing the map of page {p:#x} for {device} after a failed map: {e}"
-                );
-            }
-        }
-    }
-
-    /// Drops one reference on a mapped page; unmaps it with the last one.
-    fn drop_page(
-        &mut self,
-        pages: &mut PageMaps,
-        device: DeviceId,
-        page: usize,
-    ) -> Result<(), i32> {
-        let key = (device.0, page);
-        let Some(m) = pages.get_mut(&key) else {
+    /// Undoes one mapping of `[start, end)` for `device`: drops its use of
+    /// every range of its domain over those pages, and unmaps each range
+    /// whose last use that was. Nothing when the device has no mapping
+    /// there (a record in EAL memory).
+    fn unmap_external(&mut self, device: DeviceId, start: usize, end: usize) -> Result<(), i32> {
+        let mut t = dma_domains::lock()?;
+        let Some(domain) = t.device_domain(device) else {
             return Ok(());
         };
-        m.refs -= 1;
-        if m.refs > 0 {
+        let used = t.overlapping(domain, start, end);
+        if used.is_empty() {
             return Ok(());
         }
-        let m = pages.remove(&key).expect("present");
-        self.pages_unmapped += 1;
-        self.backend.unmap(device, page, m.iova, m.len)
+        t.drop_device_use(device);
+        let mut result = Ok(());
+        for i in used {
+            if let Some(run) = t.drop_ref(i) {
+                // Gone from the table whatever the device says: an unmap
+                // is never retried.
+                result = result.and(self.unmap_run(device, &run));
+            }
+        }
+        result
     }
+
+    /// Unmaps exactly the range `run` was mapped as.
+    fn unmap_run(&mut self, device: DeviceId, run: &Run) -> Result<(), i32> {
+        self.entries_unmapped += 1;
+        self.pages_unmapped += run.len / run.page_sz.max(1);
+        self.backend.unmap(device, run.va, run.iova, run.len)
+    }
+}
+
+/// What mapping some pages in a domain takes.
+struct Plan {
+    /// Ranges the domain has mapped over some of the pages (table indices,
+    /// each once): used, not mapped again.
+    used: Vec<usize>,
+    /// Runs (va, iova, len) of the other pages, each VA- and
+    /// IOVA-contiguous: one map call each.
+    runs: Vec<(usize, u64, usize)>,
+}
+
+/// The [`Plan`] for the pages `[first, end)` (page aligned from `first`)
+/// of `msl` in `domain`.
+fn plan(
+    t: &mut Locked,
+    domain: Domain,
+    msl: *const sys::rte_memseg_list,
+    first: usize,
+    end: usize,
+    pg: usize,
+) -> Result<Plan, i32> {
+    let mut used: Vec<usize> = Vec::new();
+    let mut runs: Vec<(usize, u64, usize)> = Vec::new();
+    let mut page = first;
+    while page < end {
+        if let Some((i, run)) = t.covering(domain, page) {
+            if !used.contains(&i) {
+                used.push(i);
+            }
+            page = run.end();
+            continue;
+        }
+        let iova = page_iova(msl, page).ok_or(-libc::EINVAL)?;
+        match runs.last_mut() {
+            Some((va, io, len)) if *va + *len == page && *io + *len as u64 == iova => *len += pg,
+            _ => runs.push((page, iova, pg)),
+        }
+        page += pg;
+    }
+    Ok(Plan { used, runs })
 }
 
 impl DmaMapper for PoolDmaMapper<'_> {
@@ -255,7 +337,7 @@ impl DmaMapper for PoolDmaMapper<'_> {
                 self.eal_records += 1;
                 Ok(())
             }
-            MemKind::External(msl) => self.map_pages(device, msl, start, end),
+            MemKind::External(msl) => self.map_external(device, msl, start, end),
             MemKind::Unregistered => {
                 self.unregistered = Some(start);
                 Err(-libc::EINVAL)
@@ -264,21 +346,8 @@ impl DmaMapper for PoolDmaMapper<'_> {
     }
 
     fn unmap(&mut self, device: DeviceId, chunk: &ChunkInfo) -> Result<(), i32> {
-        let (start, end) = (chunk.va.start.0, chunk.va.end());
-        let mut pages = page_maps();
-        // Pages that overlap the record (a page starts at most 1 GB before it).
-        let overlapping: Vec<usize> = pages
-            .range((device.0, start.saturating_sub(1 << 30))..(device.0, end))
-            .filter(|(&(_, p), m)| p + m.len > start)
-            .map(|(&(_, p), _)| p)
-            .collect();
-        let mut result = Ok(());
-        for p in overlapping {
-            if let Err(e) = self.drop_page(&mut pages, device, p) {
-                result = result.and(Err(e));
-            }
-        }
-        result
+        // By the table, not by the memory: it may be unregistered by now.
+        self.unmap_external(device, chunk.va.start.0, chunk.va.end())
     }
 }
 
@@ -290,8 +359,11 @@ pub struct DmaAttach {
     pub records: usize,
     /// Of those, records in EAL memory: EAL maps it for VFIO devices, no call.
     pub eal_records: usize,
-    /// Pages of external memory mapped now.
+    /// Pages of external memory mapped now (not those its domain had
+    /// mapped already).
     pub pages_mapped: usize,
+    /// Map entries made now (one per contiguous run).
+    pub entries_mapped: usize,
     /// The device does not implement DMA mapping (`-ENOTSUP`): nothing mapped.
     pub unsupported: bool,
 }
@@ -325,6 +397,7 @@ pub(super) fn attach_zone(
         records: 0,
         eal_records: mapper.eal_records,
         pages_mapped: mapper.pages_mapped,
+        entries_mapped: mapper.entries_mapped,
         unsupported: mapper.unsupported,
     };
     match r {
@@ -343,8 +416,11 @@ pub(super) fn attach_zone(
 pub struct DmaDetach {
     /// Chunk records unmapped for the device (0 when already detached).
     pub records: usize,
-    /// Pages of external memory unmapped (each exactly once).
+    /// Pages of external memory unmapped (each exactly once; none while
+    /// another device of its domain still uses them).
     pub pages_unmapped: usize,
+    /// Map entries removed.
+    pub entries_unmapped: usize,
 }
 
 /// Removes `device`'s mappings of `mp` and retires the device for this
@@ -364,5 +440,6 @@ pub unsafe fn detach_device(
     Ok(DmaDetach {
         records,
         pages_unmapped: mapper.pages_unmapped,
+        entries_unmapped: mapper.entries_unmapped,
     })
 }

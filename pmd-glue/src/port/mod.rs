@@ -29,18 +29,23 @@
 //!   alarm;
 //! * `dma`: the [`DmaMapper`](mempool::DmaMapper) over `rte_dev_dma_map`
 //!   ([`PoolDmaMapper`]), [`attach_device`], [`detach_device`];
+//! * `dma_domains`: the ranges mapped per mapping [`Domain`], shared by
+//!   every process;
 //! * `devices`: the devices of attached ports, [`attach_port`], and the
 //!   port events that remove a device's mappings.
 
 mod devices;
 mod dma;
+mod dma_domains;
 mod release;
 mod shutdown;
 
 pub use devices::{attach_port, device_id, recorded_device, register_event_callbacks};
 pub use dma::{
-    attach_device, detach_device, DevDma, DmaAttach, DmaDetach, PoolDmaMapper, RteDevDma,
+    attach_device, detach_device, set_dev_dma_override, DevDma, DmaAttach, DmaDetach,
+    PoolDmaMapper, RteDevDma,
 };
+pub use dma_domains::{mapped_runs, Domain, Run};
 pub(crate) use release::{cancel_deferred_release, note_free};
 pub use release::{
     cancel_release, cleanup, deferred_releases_pending, release_lock, run_deferred_releases_now,
