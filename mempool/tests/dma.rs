@@ -9,7 +9,8 @@ use core::ptr::null_mut;
 
 use common::*;
 use mempool::{
-    ChunkId, DeviceId, DeviceState, HeapPool, PollOutcome, PoolConfig, PoolError, VirtAddr,
+    ChunkId, DeviceId, DeviceState, HeapPool, PollOutcome, PoolConfig, PoolError, PoolState,
+    VirtAddr,
 };
 
 const NIC0: DeviceId = DeviceId(0x10);
@@ -88,13 +89,32 @@ fn recycling_objects_never_maps() {
     assert_eq!(m.calls, calls, "gets and puts must not touch the mapper");
 }
 
-#[test]
-fn removal_unmaps_once_and_only_an_explicit_attach_maps_again() {
+/// Three chunks mapped for `NIC0` and `NIC1`, then `removed` removed.
+fn two_attached_one_removed(removed: DeviceId) -> (HeapPool, CountingMapper) {
     let pool = pool_with_chunks(3, 4);
     let mut m = CountingMapper::default();
     pool.dma_attach(NIC0, &mut m).unwrap();
     pool.dma_attach(NIC1, &mut m).unwrap();
-    assert_eq!(pool.dma_remove(NIC0, &mut m).unwrap(), 3);
+    assert_eq!(pool.dma_remove(removed, &mut m).unwrap(), 3);
+    (pool, m)
+}
+
+/// Drains `pool` (every object home) and checks the release unmapped
+/// `unmapped` chunk mappings.
+fn assert_released(pool: &HeapPool, m: &mut CountingMapper, unmapped: usize) {
+    let out = pool.begin_drain(0, m).unwrap();
+    assert_eq!(
+        out,
+        PollOutcome::Released {
+            waited_ns: 0,
+            dma: Ok(unmapped)
+        }
+    );
+}
+
+#[test]
+fn removal_unmaps_once_and_only_an_explicit_attach_maps_again() {
+    let (pool, mut m) = two_attached_one_removed(NIC0);
     assert_eq!(
         pool.dma_remove(NIC0, &mut m).unwrap(),
         0,
@@ -119,14 +139,7 @@ fn removal_unmaps_once_and_only_an_explicit_attach_maps_again() {
     );
     // Final release unmaps NIC1's 4 chunks, and NIC0's nothing more.
     put_chunks(&pool, 4);
-    let out = pool.begin_drain(0, &mut m).unwrap();
-    assert_eq!(
-        out,
-        PollOutcome::Released {
-            waited_ns: 0,
-            dma: Ok(4)
-        }
-    );
+    assert_released(&pool, &mut m, 4);
     assert!(m.unmaps.values().all(|&c| c == 1));
     assert_eq!(m.total_maps(), m.total_unmaps());
     assert!(m.live.values().all(|&l| l == 0), "everything unmapped");
@@ -207,4 +220,24 @@ fn device_table_bound() {
         pool.dma_attach(DeviceId(1), &mut mempool::NoDma),
         Err(PoolError::DmaMap { errno, .. }) if errno == -libc::ENOTSUP
     ));
+}
+
+#[test]
+fn release_all_of_an_active_pool_unmaps_each_device_once() {
+    // An owner that frees the memory of a pool still active, with objects
+    // out (no drained shutdown): every attached device is unmapped once.
+    let (pool, mut m) = two_attached_one_removed(NIC1);
+    assert_eq!(pool.state(), PoolState::Active);
+    assert_eq!(pool.dma_release_all(&mut m).unwrap(), 3, "NIC0's only");
+    assert_eq!(pool.dma_release_all(&mut m).unwrap(), 0, "a second call");
+    assert_eq!(
+        pool.device_stats(NIC0).map(|d| (d.state, d.mapped)),
+        Some((DeviceState::Removed, 0))
+    );
+    assert!(m.unmaps.values().all(|&c| c == 1));
+    assert!(m.live.values().all(|&l| l == 0), "everything unmapped");
+    // A later drained release finds nothing left to unmap.
+    put_chunks(&pool, 3);
+    assert_released(&pool, &mut m, 0);
+    assert_eq!(m.total_maps(), m.total_unmaps());
 }

@@ -234,6 +234,13 @@ fn populate_ext(
     r
 }
 
+/// An empty pool `name` of 300 objects and the `k`th area of external
+/// memory for it (with its IOVA base).
+fn ext_empty_pool(name: &str, k: u64) -> (*mut sys::rte_mempool, *mut c_void, u64) {
+    let iova = EXT_IOVA + k * 0x1000_0000;
+    (empty_pool(name, 300), ext_area(iova), iova)
+}
+
 /// Frees `mp`, then unregisters and unmaps its area.
 fn free_ext(mp: *mut sys::rte_mempool, addr: *mut c_void) {
     // SAFETY: the pool, then its memory, each freed once.
@@ -365,6 +372,64 @@ fn shared_container(mp: *mut sys::rte_mempool) {
     eprintln!("test: one container, two devices: mapped once, unmapped once");
 }
 
+/// A pool freed with plain `rte_mempool_free` while devices are attached
+/// (no shutdown): `ops->free` unmaps every range once.
+fn free_while_attached() {
+    let (mp, addr, iova) = ext_empty_pool("dma_free", 1);
+    populate_ext(mp, addr, iova, 0, EXT_LEN);
+    let vfio = Shared::default();
+    let (a, b) = (
+        port::device_id("test_free_a"),
+        port::device_id("test_free_b"),
+    );
+    vfio.with(|m| m.shared.insert(a.0, 0));
+    let mut c = vfio.clone();
+    for d in [a, b] {
+        // SAFETY: a live ptr_ring pool.
+        unsafe { port::attach_device(mp, d, &mut c) }.expect("attach");
+    }
+    assert!(vfio.with(|m| m.entries()) > 0);
+    port::set_dev_dma_override(Some(Box::new(vfio.clone())));
+    free_ext(mp, addr);
+    port::set_dev_dma_override(None);
+    vfio.assert_clean("rte_mempool_free while attached");
+    eprintln!("test: rte_mempool_free of an attached pool unmapped everything once");
+}
+
+/// A chunk populated after a device attached is mapped for it by
+/// `ops->populate`, and unmapped with the rest.
+fn populate_after_attach() {
+    let (mp, addr, iova) = ext_empty_pool("dma_late", 2);
+    // The first chunk holds part of the objects, the second the rest.
+    let first = 256 << 10;
+    populate_ext(mp, addr, iova, 0, first);
+    let vfio = Shared::default();
+    let a = port::device_id("test_late_a");
+    let mut c = vfio.clone();
+    // SAFETY: a live ptr_ring pool.
+    unsafe { port::attach_device(mp, a, &mut c) }.expect("attach");
+    port::set_dev_dma_override(Some(Box::new(vfio.clone())));
+    populate_ext(mp, addr, iova, first, EXT_LEN - first);
+    // SAFETY: a live ptr_ring pool.
+    let z = unsafe { zone::attach(mp) }.expect("ours");
+    let stats = z.core.device_stats(a).expect("attached");
+    assert_eq!(
+        stats.mapped as usize,
+        z.core.chunks(),
+        "the chunk populated after the attach is mapped for the device"
+    );
+    let pages = pages_of(mp);
+    assert_eq!(
+        vfio.with(|m| m.pages(a).into_iter().collect::<BTreeSet<_>>()),
+        pages,
+        "every page of both chunks"
+    );
+    free_ext(mp, addr);
+    port::set_dev_dma_override(None);
+    vfio.assert_clean("populated after attach, then freed");
+    eprintln!("test: a chunk populated after the attach was mapped for the device");
+}
+
 fn eal_memory() {
     let pool = MbufPool::create("dma_eal", 512, 0, 2048, -1).expect("pool");
     let chunks = pool.stats().expect("stats").chunks;
@@ -480,10 +545,13 @@ fn eal_dma() {
     init_eal(&args);
     let (mp, addr) = external_memory();
     shared_container(mp);
+    free_while_attached();
+    populate_after_attach();
     eal_memory();
     unregistered_memory();
     vdev(mp);
     replug(mp);
     free_ext(mp, addr);
+    assert_eq!(port::mapped_runs(), vec![], "every range unmapped");
     eprintln!("test: eal_dma OK");
 }

@@ -156,6 +156,16 @@ impl PoolCore {
         self.dma().remove(device, self.table(), mapper)
     }
 
+    /// Unmaps every device still attached and retires it, as the final
+    /// release does, for a pool whose memory goes without one (its owner
+    /// frees it while it is active, or while objects are out). Devices
+    /// already removed, or unmapped by the release, are not touched again:
+    /// a second call does nothing (`Ok(0)`). Returns the chunk mappings
+    /// undone; the first failure is reported after all were tried.
+    pub fn dma_release_all(&self, mapper: &mut dyn DmaMapper) -> Result<usize, PoolError> {
+        self.dma().release_all(self.table(), mapper)
+    }
+
     /// Counters of `device`, if it was ever attached.
     pub fn device_stats(&self, device: DeviceId) -> Option<DeviceStats> {
         self.dma().device(device)

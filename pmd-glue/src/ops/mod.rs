@@ -322,8 +322,9 @@ unsafe extern "C" fn get_count(mp: *const sys::rte_mempool) -> c_uint {
     count
 }
 
-/// Records the object runs of a chunk in the IOVA table, then lets DPDK's
-/// helper lay out (and enqueue) the objects. Never writes object memory.
+/// Records the object runs of a chunk in the IOVA table and maps the chunk
+/// for the devices attached to the pool, then lets DPDK's helper lay out
+/// (and enqueue) the objects. Never writes object memory.
 unsafe extern "C" fn populate(
     mp: *mut sys::rte_mempool,
     max_objs: c_uint,
@@ -338,7 +339,9 @@ unsafe extern "C" fn populate(
         let recorded = unsafe { zone::attach(mp) }.and_then(|z| {
             // SAFETY: DPDK populates a pool nobody uses yet.
             unsafe { setup::forget_freed_chunks(mp, &z) }?;
-            setup::record_chunk(mp, &z, max_objs as usize, vaddr, iova, len)
+            let recorded = setup::record_chunk(mp, &z, max_objs as usize, vaddr, iova, len)?;
+            crate::port::map_new_chunks(mp, &z);
+            Ok(recorded)
         });
         let (expected, runs) = match recorded {
             Ok(r) => r,

@@ -1,5 +1,5 @@
-//! Pool release (`ops->free`): the zone goes, after one line saying how
-//! many objects never came back.
+//! Pool release (`ops->free`): the devices still attached are unmapped and
+//! the zone goes, after one line saying how many objects never came back.
 
 use dpdk_sys as sys;
 use mempool::HoldRelease;
@@ -10,7 +10,8 @@ use crate::log::Level;
 use crate::{log, port, zone};
 
 /// Frees the zone of pool `mp` (`ops->free` of a pool our `alloc` set up),
-/// holding the release lock so that telemetry and a deferred release never
+/// after unmapping it from every device still attached (its chunk records
+/// are in the zone: the last moment they can be), holding the release lock so that telemetry and a deferred release never
 /// see it half gone; a deferred release still armed for it is forgotten
 /// (under the lock) and its alarm cancelled (after).
 ///
@@ -25,6 +26,7 @@ pub(super) unsafe fn release(mp: *mut sys::rte_mempool) -> Result<(), GlueError>
     // (or on a pool that later reuses its memory).
     let pending = port::note_free(&mut lock, mp, &z);
     leak_report(mp, &z);
+    port::unmap_at_free(mp, &z);
     let destroyed = zone::destroy(&pool_name(mp));
     drop(lock);
     if let Some(token) = pending {

@@ -443,3 +443,48 @@ pub unsafe fn detach_device(
         entries_unmapped: mapper.entries_unmapped,
     })
 }
+
+/// Maps a chunk just recorded by `ops->populate` for every device attached
+/// to the pool (objects are laid out after, so a device never gets one of
+/// them unmapped). A failure is logged, not returned: the chunk's objects
+/// are counted as populated already, and a later attach of the device
+/// maps what is missing.
+pub(crate) fn map_new_chunks(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
+    with_pool_mapper(mp, "new chunk mapped for the attached devices", |m| {
+        z.core.dma_sync(m)
+    });
+}
+
+/// `ops->free`: unmaps the pool from every device still attached (a pool
+/// freed while active, without a drained shutdown; after one, the release
+/// has unmapped them and this does nothing).
+pub(crate) fn unmap_at_free(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
+    with_pool_mapper(mp, "freed with devices attached: unmapped", |m| {
+        z.core.dma_release_all(m)
+    });
+}
+
+/// Runs `f` with a [`PoolDmaMapper`] over [`RteDevDma`] and logs what it
+/// did as `what` (nothing when it handled no chunk mapping).
+fn with_pool_mapper(
+    mp: *mut sys::rte_mempool,
+    what: &str,
+    f: impl FnOnce(&mut PoolDmaMapper<'_>) -> Result<usize, mempool::PoolError>,
+) {
+    let mut backend = RteDevDma;
+    let mut m = PoolDmaMapper::new(&mut backend);
+    match f(&mut m) {
+        Ok(0) => {}
+        Ok(n) => log!(
+            Level::Info,
+            "pool {}: {what}: {n} chunk mappings; external memory: {} pages in {} entries \
+             mapped, {} pages in {} entries unmapped",
+            pool_name(mp),
+            m.pages_mapped,
+            m.entries_mapped,
+            m.pages_unmapped,
+            m.entries_unmapped
+        ),
+        Err(e) => log!(Level::Err, "pool {}: {what}: failed: {e}", pool_name(mp)),
+    }
+}

@@ -45,6 +45,7 @@ pub use dma::{
     attach_device, detach_device, set_dev_dma_override, DevDma, DmaAttach, DmaDetach,
     PoolDmaMapper, RteDevDma,
 };
+pub(crate) use dma::{map_new_chunks, unmap_at_free};
 pub use dma_domains::{mapped_runs, Domain, Run};
 pub(crate) use release::{cancel_deferred_release, note_free};
 pub use release::{
