@@ -1,11 +1,18 @@
-//! DMA mapping the DPDK way, with EAL:
+//! DMA mapping the DPDK way, with EAL, against a model of DPDK's VFIO rules
+//! (`VfioModel`: shared containers, a small entry limit, `EEXIST` for an
+//! overlapping map, unmap of exactly a mapped range):
 //!
 //! * a pool on external memory (`rte_extmem_register`, 4 KB pages, IOVAs of
-//!   our choosing) is mapped in whole, aligned pages, each page once per
-//!   device however many chunk records touch it, with the page's IOVA from
-//!   EAL's memseg; a second attach maps nothing; a second device gets its
-//!   own mappings; detaching unmaps each page exactly once (a counting
-//!   mapper checks every call);
+//!   our choosing) is mapped in whole, aligned, contiguous runs (a few
+//!   entries for 155 pages, within the limit), each page once per
+//!   container however many chunk records touch it, with the page's IOVA
+//!   from EAL's memseg; a second attach maps nothing; a device of another
+//!   container gets its own mappings; detaching unmaps each range exactly
+//!   once;
+//! * two devices of one container: the second maps nothing, and the ranges
+//!   stay mapped until the last of them is detached;
+//! * `rte_mempool_free` of a pool with devices attached unmaps everything
+//!   once; a chunk populated after an attach is mapped for the device;
 //! * a pool in EAL memory (memzones) is recorded as mapped by EAL: no call;
 //! * a pool on unregistered memory (`rte_mempool_populate_anon`) is refused
 //!   with an error that names `rte_extmem_register`;
