@@ -13,6 +13,9 @@
 //!   stay mapped until the last of them is detached;
 //! * `rte_mempool_free` of a pool with devices attached unmaps everything
 //!   once; a chunk populated after an attach is mapped for the device;
+//! * across processes (a primary and a secondary child, with hugepages):
+//!   the secondary's device of the primary's container maps nothing and
+//!   keeps the ranges mapped after the primary's device goes;
 //! * a pool in EAL memory (memzones) is recorded as mapped by EAL: no call;
 //! * a pool on unregistered memory (`rte_mempool_populate_anon`) is refused
 //!   with an error that names `rte_extmem_register`;
@@ -545,8 +548,125 @@ fn replug(mp: *mut sys::rte_mempool) {
     eprintln!("test: a device plugged again is recorded afresh");
 }
 
+/// Selects a process of [`across_processes`]: `primary` or `secondary`.
+const ROLE_ENV: &str = "EAL_DMA_ROLE";
+/// Their EAL file prefix.
+const PREFIX_ENV: &str = "EAL_DMA_PREFIX";
+/// Their pool.
+const SHARED_POOL: &str = "dma_mp";
+
+/// Devices `test_mp_a` (used by the primary) and `test_mp_b` (by the
+/// secondary), both in container 0 of a fresh model.
+fn mp_devices() -> (Shared, DeviceId, DeviceId) {
+    let vfio = Shared::default();
+    let (a, b) = (port::device_id("test_mp_a"), port::device_id("test_mp_b"));
+    vfio.with(|m| {
+        m.shared.insert(a.0, 0);
+        m.shared.insert(b.0, 0);
+    });
+    (vfio, a, b)
+}
+
+/// The primary process: maps a pool for `a`, lets a secondary attach `b`
+/// of the same container, and checks that the secondary's use keeps the
+/// ranges mapped when `a` goes, and that they go, exactly once, with `b`.
+fn mp_primary() {
+    let prefix = std::env::var(PREFIX_ENV).expect("prefix");
+    init_eal(&role_args("dma_primary", "primary", &prefix));
+    let (mp, addr, iova) = ext_empty_pool(SHARED_POOL, 3);
+    populate_ext(mp, addr, iova, 0, EXT_LEN);
+    let pages = pages_of(mp).len();
+    let (vfio, a, b) = mp_devices();
+    let mut c = vfio.clone();
+    // SAFETY: a live ptr_ring pool.
+    unsafe { port::attach_device(mp, a, &mut c) }.expect("attach a");
+    let entries = vfio.with(|m| m.entries());
+    let mut child = rerun_self(
+        "eal_dma",
+        &[(ROLE_ENV, "secondary"), (PREFIX_ENV, prefix.as_str())],
+        false,
+    );
+    let st = wait_timeout(&mut child, 60, "secondary");
+    assert!(st.success(), "secondary failed: {st}");
+    let runs = port::mapped_runs();
+    assert!(
+        runs.iter()
+            .all(|r| r.refs == 2 && r.domain == Domain::Container(0)),
+        "the secondary's use of b is counted where this process sees it: {runs:?}"
+    );
+    // SAFETY: as above.
+    let d = unsafe { port::detach_device(mp, a, &mut c) }.expect("detach a");
+    assert_eq!(
+        d.pages_unmapped, 0,
+        "b, attached by the secondary, still uses them"
+    );
+    assert_eq!(vfio.with(|m| m.entries()), entries, "still mapped for b");
+    // SAFETY: as above.
+    let d = unsafe { port::detach_device(mp, b, &mut c) }.expect("detach b");
+    assert_eq!(d.pages_unmapped, pages, "unmapped with b, once");
+    vfio.assert_clean("across processes");
+    free_ext(mp, addr);
+    assert_eq!(port::mapped_runs(), vec![]);
+    eprintln!("test: primary: the secondary's mapping kept the ranges until b went");
+}
+
+/// The secondary process: attaches `b`, of the primary's container, to
+/// the primary's pool: the ranges the primary mapped serve it, no call.
+fn mp_secondary() {
+    let prefix = std::env::var(PREFIX_ENV).expect("prefix");
+    init_eal(&role_args("dma_secondary", "secondary", &prefix));
+    let name = CString::new(SHARED_POOL).expect("name");
+    // SAFETY: a valid name.
+    let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
+    assert!(!mp.is_null(), "the primary's pool");
+    let before = port::mapped_runs();
+    assert!(!before.is_empty(), "the primary's ranges, seen from here");
+    let (vfio, _, b) = mp_devices();
+    let mut c = vfio.clone();
+    // SAFETY: a live ptr_ring pool.
+    let r = unsafe { port::attach_device(mp, b, &mut c) }.expect("attach b");
+    assert_eq!(
+        (r.pages_mapped, r.entries_mapped, vfio.with(|m| m.maps)),
+        (0, 0, 0),
+        "nothing mapped again (VFIO would say EEXIST): {r:?}"
+    );
+    assert!(port::mapped_runs().iter().all(|r| r.refs == 2));
+    eprintln!(
+        "test: secondary: b uses the primary's {} ranges",
+        before.len()
+    );
+}
+
+/// Refcounts every process sees: a secondary's device of the primary's
+/// container uses the primary's ranges, and keeps them mapped.
+fn across_processes() {
+    if !eal_mem().hugepages() {
+        eprintln!(
+            "test: SKIP step across_processes: EAL mode is {} (no hugepages): no shared memory",
+            eal_mem().mode
+        );
+        return;
+    }
+    let prefix = format!("ptrring_dma_{}", std::process::id());
+    remove_prefix_files(&prefix);
+    let mut child = rerun_self(
+        "eal_dma",
+        &[(ROLE_ENV, "primary"), (PREFIX_ENV, prefix.as_str())],
+        false,
+    );
+    let st = wait_timeout(&mut child, 120, "primary");
+    remove_prefix_files(&prefix);
+    assert!(st.success(), "primary failed: {st}");
+    eprintln!("test: DMA refcounts shared across processes");
+}
+
 #[test]
 fn eal_dma() {
+    match std::env::var(ROLE_ENV).as_deref() {
+        Ok("primary") => return mp_primary(),
+        Ok("secondary") => return mp_secondary(),
+        _ => {}
+    }
     let mut args = eal_args("eal_dma", "0");
     args.extend(["--vdev", "net_null0", "--vdev", "net_null1"].map(String::from));
     init_eal(&args);
@@ -560,5 +680,6 @@ fn eal_dma() {
     replug(mp);
     free_ext(mp, addr);
     assert_eq!(port::mapped_runs(), vec![], "every range unmapped");
+    across_processes();
     eprintln!("test: eal_dma OK");
 }
