@@ -52,8 +52,8 @@ impl RteDevDma {
         // stale ENOTSUP would turn it into "nothing to map").
         sys::set_errno(0);
         // SAFETY: a device pointer recorded at attach (the device stays
-        // until its removal event, which unmaps first); a page range of
-        // memory registered with rte_extmem_register.
+        // until its removal event, which unmaps first); a run of whole
+        // pages of memory registered with rte_extmem_register.
         let r = unsafe {
             if map {
                 sys::rte_dev_dma_map(dev, va as *mut c_void, iova, len)
