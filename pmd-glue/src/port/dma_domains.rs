@@ -129,45 +129,33 @@ impl Run {
     }
 }
 
-/// The table, found (or made) once per process.
-fn table() -> Result<&'static Table, i32> {
+/// The table, found (or, with `make`, made) once per process; `None` when
+/// no process has made it (nothing was ever mapped).
+fn table(make: bool) -> Result<Option<&'static Table>, i32> {
     static TABLE: OnceLock<usize> = OnceLock::new();
     if let Some(&t) = TABLE.get() {
         // SAFETY: a ready table in a memzone that is never freed.
-        return Ok(unsafe { &*(t as *const Table) });
+        return Ok(Some(unsafe { &*(t as *const Table) }));
     }
-    let t = find_or_make()?;
-    Ok(
-        // SAFETY: as above; a racing thread found the same zone.
-        unsafe { &*(*TABLE.get_or_init(|| t as *const Table as usize) as *const Table) },
-    )
+    let Some(t) = find_or_make(make)? else {
+        return Ok(None);
+    };
+    // SAFETY: as above; a racing thread found the same zone.
+    let t = unsafe { &*(*TABLE.get_or_init(|| t as *const Table as usize) as *const Table) };
+    Ok(Some(t))
 }
 
-fn find_or_make() -> Result<&'static Table, i32> {
+fn find_or_make(make: bool) -> Result<Option<&'static Table>, i32> {
     let name = std::ffi::CString::new(ZONE).map_err(|_| -libc::EINVAL)?;
-    let bytes = core::mem::size_of::<Table>();
-    // SAFETY: a valid name; null with rte_errno set on failure.
-    let mz = unsafe { sys::rte_memzone_reserve(name.as_ptr(), bytes, sys::SOCKET_ID_ANY, 0) };
-    if !mz.is_null() {
-        // SAFETY: a fresh zone of `bytes` bytes (cache-line aligned), ours
-        // alone until `ready` is set.
-        let t = unsafe {
-            let t = (*mz).__bindgen_anon_1.addr.cast::<Table>();
-            core::ptr::write_bytes(t.cast::<u8>(), 0, bytes);
-            &*t
-        };
-        // Release pairs with the Acquire load below in other processes: the
-        // zeroed table is visible before `ready`.
-        t.ready.store(READY, Ordering::Release);
-        return Ok(t);
-    }
-    let e = sys::errno();
-    // SAFETY: as above.
-    let mz = unsafe { sys::rte_memzone_lookup(name.as_ptr()) };
+    // SAFETY: a valid name; a lookup only.
+    let mut mz = unsafe { sys::rte_memzone_lookup(name.as_ptr()) };
     if mz.is_null() {
-        return Err(-(if e == 0 { libc::ENOMEM } else { e.abs() }));
+        if !make {
+            return Ok(None);
+        }
+        mz = reserve(&name)?;
     }
-    // SAFETY: the zone another process (or thread) reserved for the table.
+    // SAFETY: the zone reserved for the table, by this process or another.
     let t = unsafe { &*(*mz).__bindgen_anon_1.addr.cast::<Table>() };
     let deadline = Instant::now() + Duration::from_secs(1);
     // Acquire pairs with the creator's Release store of `ready`.
@@ -178,7 +166,36 @@ fn find_or_make() -> Result<&'static Table, i32> {
         }
         std::thread::yield_now();
     }
-    Ok(t)
+    Ok(Some(t))
+}
+
+/// Reserves the zone and initialises the table, or finds the zone that a
+/// racing process reserved first.
+fn reserve(name: &std::ffi::CStr) -> Result<*const sys::rte_memzone, i32> {
+    let bytes = core::mem::size_of::<Table>();
+    // SAFETY: a valid name; null with rte_errno set on failure.
+    let mz = unsafe { sys::rte_memzone_reserve(name.as_ptr(), bytes, sys::SOCKET_ID_ANY, 0) };
+    if mz.is_null() {
+        let e = sys::errno();
+        // SAFETY: as above.
+        let mz = unsafe { sys::rte_memzone_lookup(name.as_ptr()) };
+        return if mz.is_null() {
+            Err(-(if e == 0 { libc::ENOMEM } else { e.abs() }))
+        } else {
+            Ok(mz)
+        };
+    }
+    // SAFETY: a fresh zone of `bytes` bytes (cache-line aligned), ours
+    // alone until `ready` is set.
+    let t = unsafe {
+        let t = (*mz).__bindgen_anon_1.addr.cast::<Table>();
+        core::ptr::write_bytes(t.cast::<u8>(), 0, bytes);
+        &*t
+    };
+    // Release pairs with the Acquire load in `find_or_make` in every other
+    // user: the zeroed table is visible before `ready`.
+    t.ready.store(READY, Ordering::Release);
+    Ok(mz)
 }
 
 /// The table, locked: every process's mapping calls on a domain are
@@ -190,7 +207,17 @@ pub(super) struct Locked {
 
 /// Locks the table (making it first if no process has).
 pub(super) fn lock() -> Result<Locked, i32> {
-    let table = table()?;
+    let table = table(true)?.ok_or(-libc::ENOMEM)?;
+    Ok(lock_table(table))
+}
+
+/// Locks the table if a process has made it: `None` means that nothing
+/// was ever mapped.
+pub(super) fn lock_if_made() -> Result<Option<Locked>, i32> {
+    Ok(table(false)?.map(lock_table))
+}
+
+fn lock_table(table: &'static Table) -> Locked {
     // Acquire pairs with the Release store in `Locked::drop`: the previous
     // holder's writes (in any process) are visible while we hold it.
     while table
@@ -203,7 +230,7 @@ pub(super) fn lock() -> Result<Locked, i32> {
             core::hint::spin_loop();
         }
     }
-    Ok(Locked { table })
+    Locked { table }
 }
 
 impl Drop for Locked {
@@ -366,5 +393,8 @@ impl Locked {
 
 /// Every range mapped now, in any process (tests and telemetry).
 pub fn mapped_runs() -> Vec<Run> {
-    lock().map(|mut t| t.runs()).unwrap_or_default()
+    match lock_if_made() {
+        Ok(Some(mut t)) => t.runs(),
+        _ => Vec::new(),
+    }
 }
