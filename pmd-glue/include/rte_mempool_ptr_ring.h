@@ -73,9 +73,11 @@ int ptr_ring_ops_index(void);
 /* Makes mp reachable by the device (rte_device) of port, once for the pool's
  * life and device; two ports of one device share it. Chunks in EAL memory
  * are mapped by EAL for VFIO devices already and are only recorded; chunks
- * in memory registered with rte_extmem_register are mapped in whole pages
- * with rte_dev_dma_map and unmapped when the device goes away (its last
- * attached port released, or device removal) or the pool is released.
+ * in memory registered with rte_extmem_register are mapped with
+ * rte_dev_dma_map, one call per run of VA- and IOVA-contiguous pages and
+ * once per mapping domain (PCI devices bound to vfio-pci share DPDK's
+ * default container), and unmapped once when the device goes away (its last
+ * attached port released, or device removal) or the pool is freed.
  * Returns the chunk records handled now (0 when nothing is new or the
  * device has no DMA mapping), -EINVAL for memory that is neither, or
  * -errno. */

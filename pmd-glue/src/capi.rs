@@ -124,7 +124,9 @@ pub extern "C" fn ptr_ring_ops_index() -> c_int {
 /// Makes `mp` reachable by the device of `port`, once per pool life and
 /// device (two ports of one device share it): chunks in EAL memory are
 /// mapped by EAL already; chunks in memory registered with
-/// `rte_extmem_register` are mapped page by page with `rte_dev_dma_map`.
+/// `rte_extmem_register` are mapped with `rte_dev_dma_map`, one call per
+/// run of VA- and IOVA-contiguous pages, once per mapping domain (devices of
+/// the default VFIO container share one).
 /// Returns the chunk records handled now (0 when the device has nothing to
 /// map), -EINVAL for memory that is neither, or -errno.
 ///
