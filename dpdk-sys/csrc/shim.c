@@ -154,3 +154,50 @@ int dpdk_sys_dev_vfio_group(const struct rte_device *dev)
 		return 0;
 	return group > 0 ? group : 0;
 }
+
+/*
+ * rte_mempool_lookup without its race: DPDK's lookup walks the list under
+ * the mempool lock while rte_mempool_free unlinks and frees the entry under
+ * the tailq lock, so a lookup during a free can read a freed entry. This
+ * walks under the tailq lock, and takes no other lock (the mempool lock
+ * nested inside it would deadlock against rte_mempool_create_empty, which
+ * takes the two the other way round). NULL when no pool has that name.
+ */
+struct rte_mempool *dpdk_sys_mempool_lookup_listed(const char *name)
+{
+	struct rte_tailq_head *head;
+	struct rte_tailq_entry *te;
+	struct rte_mempool *found = NULL;
+
+	rte_mcfg_tailq_read_lock();
+	head = rte_eal_tailq_lookup("RTE_MEMPOOL");
+	if (head != NULL) {
+		TAILQ_FOREACH(te, &head->tailq_head, next) {
+			struct rte_mempool *mp = te->data;
+
+			if (strncmp(name, mp->name, RTE_MEMPOOL_NAMESIZE) == 0) {
+				found = mp;
+				break;
+			}
+		}
+	}
+	rte_mcfg_tailq_read_unlock();
+	return found;
+}
+
+/* rte_mempool_walk under the tailq lock (see dpdk_sys_mempool_lookup_listed):
+ * fn(mp, arg) for every listed pool; fn must not take the tailq or the
+ * mempool lock. */
+void dpdk_sys_mempool_walk_listed(void (*fn)(struct rte_mempool *, void *), void *arg)
+{
+	struct rte_tailq_head *head;
+	struct rte_tailq_entry *te;
+
+	rte_mcfg_tailq_read_lock();
+	head = rte_eal_tailq_lookup("RTE_MEMPOOL");
+	if (head != NULL) {
+		TAILQ_FOREACH(te, &head->tailq_head, next)
+			fn((struct rte_mempool *)te->data, arg);
+	}
+	rte_mcfg_tailq_read_unlock();
+}

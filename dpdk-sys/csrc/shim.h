@@ -45,4 +45,11 @@ struct rte_device;
  * goes to DPDK's default VFIO container), or 0 for any other device. */
 int dpdk_sys_dev_vfio_group(const struct rte_device *dev);
 
+/* rte_mempool_lookup, walking the list under the tailq lock that
+ * rte_mempool_free unlinks under (DPDK's own walks under another lock and
+ * can read an entry a concurrent free has freed). */
+struct rte_mempool *dpdk_sys_mempool_lookup_listed(const char *name);
+/* rte_mempool_walk under that lock; fn takes neither lock. */
+void dpdk_sys_mempool_walk_listed(void (*fn)(struct rte_mempool *, void *), void *arg);
+
 #endif

@@ -2,7 +2,7 @@
 //! `/ptr_ring/pools` lists the pools served by this handler,
 //! `/ptr_ring/stats,<pool>` gives one pool's counters.
 
-use core::ffi::{c_char, c_int, c_void, CStr};
+use core::ffi::{c_char, c_int, CStr};
 use std::ffi::CString;
 use std::sync::atomic::Ordering;
 
@@ -13,18 +13,16 @@ use crate::{ffi, ops, zone};
 
 /// Pools in this process whose ops are `ptr_ring`.
 pub fn pools() -> Vec<String> {
-    unsafe extern "C" fn visit(mp: *mut sys::rte_mempool, arg: *mut c_void) {
-        // SAFETY: `arg` is the Vec passed below, alive for the walk.
-        let names = unsafe { &mut *arg.cast::<Vec<String>>() };
-        // SAFETY: `mp` is a live mempool (from the walk / lookup above).
+    let mut names: Vec<String> = Vec::new();
+    // Not rte_mempool_walk: it can read a list entry a concurrent free has
+    // freed (see `mempool_list::lookup`).
+    sys::mempool_list::walk(|mp| {
+        // SAFETY: a listed mempool, alive while the walk holds the lock.
         if unsafe { ops::ops_name_of(mp) } == ops::OPS_NAME {
-            // SAFETY: the walk gives valid mempools.
+            // SAFETY: as above; the name is NUL-terminated.
             names.push(zone::cstr_field(unsafe { &(*mp).name }));
         }
-    }
-    let mut names: Vec<String> = Vec::new();
-    // SAFETY: `visit` only reads the pool; `names` outlives the walk.
-    unsafe { sys::rte_mempool_walk(Some(visit), (&mut names as *mut Vec<String>).cast()) };
+    });
     names
 }
 

@@ -252,8 +252,9 @@ pub fn lookup<'l>(
     name: &CStr,
     _held: &'l ReleaseLock,
 ) -> Option<(*mut sys::rte_mempool, Zone<'l>)> {
-    // SAFETY: valid name; lookup returns null when absent.
-    let mp = unsafe { sys::rte_mempool_lookup(name.as_ptr()) };
+    // Not rte_mempool_lookup: it can read a list entry a concurrent free
+    // has freed (see `mempool_list::lookup`).
+    let mp = sys::mempool_list::lookup(name);
     // SAFETY: null or live, and it stays live while the lock is held.
     let z = unsafe { ours(mp) }.ok()?;
     Some((mp, z))
