@@ -23,8 +23,12 @@ test: build test-core test-dpdk
 # The DPDK-free core (ring, caches, accounting): unit and stress tests, the
 # loom models, Miri, the shutdown tests under valgrind. Nothing here links
 # DPDK, so it runs once whatever the release.
+# The ring's unit and stress tests run a second time compiled for this CPU
+# (-C target-cpu=native: AVX code around the ring's asm blocks).
 test-core: build
 	$(CARGO) test --release -p mempool
+	RUSTFLAGS="-C target-cpu=native" $(CARGO) test --release -p mempool --target-dir target/native \
+		--lib --test ptr_ring --test stress_asm
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
 		--test loom_ptr_ring --test loom_ring_room --test loom_pool
 	CARGO=$(CARGO) bash mempool/scripts/miri.sh
