@@ -111,6 +111,20 @@ pub enum GlueError {
         /// An address in the chunk.
         addr: usize,
     },
+    /// Single-producer or single-consumer mempool flags asked of a safe
+    /// constructor: [`MbufPool`](crate::api::MbufPool) is `Sync`, so safe
+    /// code could get (or put) on two threads at once, which such a pool
+    /// does not allow.
+    #[error(
+        "mempool flags {flags:#x} ask for a single-producer or single-consumer pool \
+         (RTE_MEMPOOL_F_SP_PUT / RTE_MEMPOOL_F_SC_GET), which the safe API cannot keep to one \
+         thread a side: use the unsafe MbufPool::create_with_flags_unchecked and keep its \
+         contract"
+    )]
+    SingleSided {
+        /// The flags asked for.
+        flags: u32,
+    },
     /// EAL arguments could not be passed (interior NUL).
     #[error("bad EAL argument {arg:?}")]
     BadArg {
@@ -129,6 +143,7 @@ impl GlueError {
             | GlueError::OtherHandler { .. }
             | GlueError::NameTooLong { .. }
             | GlueError::BadPoolConfig { .. }
+            | GlueError::SingleSided { .. }
             | GlueError::BadArg { .. } => -libc::EINVAL,
             GlueError::NoMemory { .. } => -libc::ENOMEM,
             GlueError::AlreadyShuttingDown { .. } => -libc::EALREADY,
