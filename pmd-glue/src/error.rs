@@ -162,8 +162,8 @@ impl GlueError {
 
 /// The negative errno for a core error: `-ENOBUFS` for exhaustion and for
 /// a pool that hands nothing out, `-ENOSPC` for full tables, the mapper's
-/// own code for DMA failures, `-ENODEV` for an unknown device, `-EINVAL` for
-/// bad input and caller bugs.
+/// own code for DMA failures, `-ENODEV` for an unknown device, `-EPROTO` for
+/// a pool of another build, `-EINVAL` for bad input and caller bugs.
 pub fn pool_errno(e: &PoolError) -> i32 {
     match e {
         PoolError::Exhausted { .. } | PoolError::NotActive { .. } => -libc::ENOBUFS,
@@ -178,6 +178,7 @@ pub fn pool_errno(e: &PoolError) -> i32 {
             }
         }
         PoolError::UnknownDevice { .. } => -libc::ENODEV,
+        PoolError::OtherBuild { .. } => -libc::EPROTO,
         PoolError::Overfull { .. }
         | PoolError::NullObject { .. }
         | PoolError::Rejected { .. }
@@ -255,6 +256,17 @@ mod tests {
             (Ring(RingError::NoSpace { requested: 4 }), -libc::ENOBUFS),
             (Ring(RingError::NullObject { index: 0 }), -libc::EINVAL),
             (NotAPool { addr: 0x1000 }, -libc::EINVAL),
+            (
+                OtherBuild {
+                    addr: 0x1000,
+                    found: mempool::pool::BuildId {
+                        hash: 1,
+                        ..mempool::pool::BuildId::CORE
+                    },
+                    ours: mempool::pool::BuildId::CORE,
+                },
+                -libc::EPROTO,
+            ),
             (
                 ChunkTableFull {
                     max_chunks: 2,
