@@ -125,6 +125,21 @@ pub enum GlueError {
         /// The flags asked for.
         flags: u32,
     },
+    /// The pool's zone was made by another build of the handler (other
+    /// layouts, features, DPDK release or compiler): it is not read.
+    #[error(
+        "pool {pool:?} was made by another build of the ptr_ring handler: build {found} \
+         made it, this process runs build {ours}; every process sharing a pool must load the \
+         same handler build"
+    )]
+    OtherBuild {
+        /// The pool.
+        pool: String,
+        /// The build that made it (`zone::build_name`).
+        found: String,
+        /// This process's build.
+        ours: String,
+    },
     /// EAL arguments could not be passed (interior NUL).
     #[error("bad EAL argument {arg:?}")]
     BadArg {
@@ -148,6 +163,7 @@ impl GlueError {
             GlueError::NoMemory { .. } => -libc::ENOMEM,
             GlueError::AlreadyShuttingDown { .. } => -libc::EALREADY,
             GlueError::NotDmaMemory { .. } => -libc::EINVAL,
+            GlueError::OtherBuild { .. } => -libc::EPROTO,
             GlueError::NoZone { .. } => -libc::ENOENT,
             GlueError::NotRegistered { errno, .. } | GlueError::Dpdk { errno, .. } => {
                 if *errno < 0 {
