@@ -140,6 +140,20 @@ pub enum GlueError {
         /// This process's build.
         ours: String,
     },
+    /// A secondary whose ops-table handshake with a primary that serves its
+    /// table failed: it cannot tell which pools are ptr_ring's, and refuses
+    /// them all.
+    #[error(
+        "pool {pool:?} refused: the ops-table handshake with the primary failed ({cause}), so \
+         this process cannot tell which pools are ptr_ring's; restart it with the primary's \
+         handler build"
+    )]
+    HandshakeFailed {
+        /// The pool.
+        pool: String,
+        /// Why the handshake failed.
+        cause: String,
+    },
     /// EAL arguments could not be passed (interior NUL).
     #[error("bad EAL argument {arg:?}")]
     BadArg {
@@ -163,7 +177,7 @@ impl GlueError {
             GlueError::NoMemory { .. } => -libc::ENOMEM,
             GlueError::AlreadyShuttingDown { .. } => -libc::EALREADY,
             GlueError::NotDmaMemory { .. } => -libc::EINVAL,
-            GlueError::OtherBuild { .. } => -libc::EPROTO,
+            GlueError::OtherBuild { .. } | GlueError::HandshakeFailed { .. } => -libc::EPROTO,
             GlueError::NoZone { .. } => -libc::ENOENT,
             GlueError::NotRegistered { errno, .. } | GlueError::Dpdk { errno, .. } => {
                 if *errno < 0 {

@@ -355,6 +355,14 @@ pub unsafe fn ours<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueErro
             ops,
         });
     }
+    // A secondary whose handshake failed cannot tell which pools are ours
+    // (its ops entry refuses DPDK's calls: `ops_sync`); nor do we here.
+    if let Some(cause) = crate::ops_sync::refusal() {
+        return Err(GlueError::HandshakeFailed {
+            pool: ffi::pool_name(mp),
+            cause: cause.to_owned(),
+        });
+    }
     // SAFETY: as above.
     unsafe { attach(mp) }
 }
