@@ -41,6 +41,8 @@ test-dpdk: build
 	$(CARGO) test --release --workspace --exclude mempool
 	TEST_DPDK_SKIP_CARGO=1 bash scripts/test-dpdk.sh
 	bash scripts/test-pmds.sh
+	$(CARGO) build --release -p pmd-glue --no-default-features --features test-hooks \
+		--target-dir target/other-build
 	bash scripts/test-multiprocess.sh
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
