@@ -30,7 +30,7 @@ test-core: build
 	RUSTFLAGS="-C target-cpu=native" $(CARGO) test --release -p mempool --target-dir target/native \
 		--lib --test ptr_ring --test stress_asm
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
-		--test loom_ptr_ring --test loom_ring_room --test loom_pool
+		--test loom_ptr_ring --test loom_ring_room --test loom_pool --test loom_takeover
 	CARGO=$(CARGO) bash mempool/scripts/miri.sh
 	bash mempool/scripts/valgrind.sh
 
