@@ -36,10 +36,13 @@ test-core: build
 
 # Everything that runs against DPDK: the bindings' and the handler's EAL
 # tests, DPDK's own autotests, real PMDs, multi-process, port shutdown, the
-# soak, install and the Debian package.
+# soak, install and the Debian package. Cargo tests that skip themselves
+# (`test: SKIP`, logged to build/cargo-skips.log) are reported and counted
+# by scripts/test-dpdk.sh, as skipped or failed by its rules.
 test-dpdk: build
-	$(CARGO) test --release --workspace --exclude mempool
-	TEST_DPDK_SKIP_CARGO=1 bash scripts/test-dpdk.sh
+	rm -f build/cargo-skips.log
+	PTR_RING_SKIP_LOG=$(CURDIR)/build/cargo-skips.log $(CARGO) test --release --workspace --exclude mempool
+	TEST_DPDK_SKIP_CARGO=1 TEST_DPDK_CARGO_SKIPS=build/cargo-skips.log bash scripts/test-dpdk.sh
 	bash scripts/test-pmds.sh
 	$(CARGO) build --release -p pmd-glue --no-default-features --features test-hooks \
 		--target-dir target/other-build

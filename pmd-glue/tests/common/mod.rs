@@ -201,3 +201,26 @@ pub fn map_anon(len: usize) -> *mut core::ffi::c_void {
     assert_ne!(addr, libc::MAP_FAILED, "mmap {len} bytes");
     addr
 }
+
+/// Says that `check` (a test, or `test/part` for a part of one) did not
+/// run, and why: `test: SKIP <check>: <why>`, written to stderr past the
+/// test harness's capture (so `cargo test` shows it), and appended to the
+/// file `PTR_RING_SKIP_LOG` names, if any, from which `make test-dpdk`
+/// counts the skips (`scripts/test-dpdk.sh`, `TEST_DPDK_CARGO_SKIPS`). The
+/// harness reports a test that returns after this as passed: this line is
+/// what tells the two apart.
+pub fn skip(check: &str, why: &str) {
+    use std::io::Write;
+    let line = format!("test: SKIP {check}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(path) = std::env::var_os("PTR_RING_SKIP_LOG") {
+        let logged = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = logged {
+            panic!("skip log {}: {e}", Path::new(&path).display());
+        }
+    }
+}
