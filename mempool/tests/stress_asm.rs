@@ -51,7 +51,7 @@ fn stamp(i: usize) -> u64 {
 /// threads also make progress on fewer cores.
 fn backoff(spins: &mut u32) {
     *spins = spins.wrapping_add(1);
-    if *spins % 64 == 0 {
+    if spins.is_multiple_of(64) {
         std::thread::yield_now();
     } else {
         std::hint::spin_loop();
@@ -150,7 +150,7 @@ impl Run {
             let len = 1 + k % self.max_get;
             k += 5;
             let out = &mut out[..len];
-            let n = if k % 3 != 0 && self.ring.dequeue_bulk(out).is_ok() {
+            let n = if !k.is_multiple_of(3) && self.ring.dequeue_bulk(out).is_ok() {
                 len
             } else {
                 self.ring.dequeue_burst(out)
@@ -175,7 +175,7 @@ impl Run {
                 return Err(format!("null at {at} of a bulk of {}", got.len()));
             }
             let i = a.wrapping_sub(BASE) / 8;
-            if a < BASE || a % 8 != 0 || i >= self.total {
+            if a < BASE || !a.is_multiple_of(8) || i >= self.total {
                 return Err(format!("{a:#x} at {at} of {} is no object", got.len()));
             }
             if self.delivered[i].fetch_add(1, Ordering::Relaxed) != 0 {
@@ -230,7 +230,8 @@ impl Run {
             .count();
         assert_eq!(missing, 0, "objects not delivered exactly once");
         assert_eq!(self.consumed.load(Ordering::Relaxed), self.total);
-        assert!(self.ring.is_empty() && self.ring.len() == 0);
+        assert!(self.ring.is_empty());
+        assert_eq!(self.ring.len(), 0);
         eprintln!(
             "{} objects through a ring of {} slots (batch {}) in {:?}",
             self.total,
