@@ -3,6 +3,11 @@
 //! x86-64 except under loom and Miri, whose models run the portable
 //! slot-by-slot atomics instead. One name instead of the predicate spelled
 //! out at every use.
+//!
+//! Also the compiler's version, for the pool's build identity
+//! (`pool/identity.rs`): the `repr(Rust)` parts of a pool's header are laid
+//! out as the compiler chooses, so builds by two compilers must not share a
+//! pool.
 
 fn main() {
     println!("cargo:rustc-check-cfg=cfg(ring_asm)");
@@ -12,4 +17,14 @@ fn main() {
     if x86_64 && !is("CARGO_CFG_LOOM") && !is("CARGO_CFG_MIRI") {
         println!("cargo:rustc-cfg=ring_asm");
     }
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = std::process::Command::new(rustc)
+        .arg("-V")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| String::from("unknown"));
+    println!("cargo:rustc-env=MEMPOOL_RUSTC_VERSION={version}");
+    println!("cargo:rerun-if-env-changed=RUSTC");
 }

@@ -36,8 +36,12 @@
 #   PTR_RING_EAL_ENV      a file like build/eal-mem.env to use instead of it,
 #                         e.g. to try --no-huge on a machine with hugepages
 #   TEST_DPDK_SKIP_CARGO  1: leave out check 5 (e.g. when `cargo test` ran it)
+#   TEST_DPDK_CARGO_SKIPS with TEST_DPDK_SKIP_CARGO=1: the skip log
+#                         (PTR_RING_SKIP_LOG) of that cargo test run, whose
+#                         skips are then reported and counted here as check
+#                         5's would be (make test-dpdk passes it)
 #   TEST_DPDK_ONLY        space-separated subset of: autotest testpmd l2fwd
-#                         telemetry cargo
+#                         telemetry cargo valgrind
 #   TEST_DPDK_ALLOW_NOHUGE_SKIP  1: in --no-huge mode, a skipped NOHUGE_ONLY
 #                         check counts as skipped instead of failed
 set -euo pipefail
@@ -91,6 +95,29 @@ skip() {
     fi
 }
 wanted() { [[ -z ${TEST_DPDK_ONLY:-} ]] || [[ " $TEST_DPDK_ONLY " == *" $1 "* ]]; }
+# The parts of cargo EAL tests that skipped themselves, in the log $1
+# (`test: SKIP <test>/<part>: <why>`, written by pmd-glue/tests/common's
+# skip): one SKIP line each, counted as skipped, not as part of the test's
+# PASS.
+part_skips() {
+    local line
+    while IFS= read -r line; do
+        echo "SKIP cargo_${line%%: *}: ${line#*: }"
+        skipped=$((skipped + 1))
+    done < <(grep -oE 'test: SKIP [a-z0-9_]+/[^:]*: .*' "$1" | sed 's/^test: SKIP //' || true)
+}
+# The skip log $1 of a cargo test run made before this script (make
+# test-dpdk): a test that skipped itself as a whole goes through skip,
+# as in check 5; its skipped parts through part_skips.
+earlier_cargo_skips() {
+    local line t
+    [[ -f $1 ]] || return 0
+    while IFS= read -r line; do
+        t=${line%%: *}
+        skip "cargo_$t" "${line#*: }" "$([[ $NOHUGE_ONLY == *" cargo_$t "* ]] && echo nohuge)" "$1"
+    done < <(grep -oE 'test: SKIP [a-z0-9_]+: .*' "$1" | sed 's/^test: SKIP //' || true)
+    part_skips "$1"
+}
 
 # Every error line the handler prints (log::write tags them all
 # "PTR_RING: ERROR: ", panics caught at the FFI boundary included): none may
@@ -365,22 +392,24 @@ for line in sys.stdin:
             fail "cargo_$t" "handler errors: $errs" "$log"
         else
             pass "cargo_$t" "$out"
+            part_skips "$log"
         fi
     done
-    check_release_soak_valgrind "$(awk '$1 == "eal_release" { print $2 }' <<<"$list")"
 }
 
 # eal_release's soak (shutdown, release, cancel and free in random orders,
 # buffers out) once more under valgrind's memcheck, on --no-huge memory
 # (valgrind does not follow hugepage mappings).
 check_release_soak_valgrind() {
-    local exe=$1 log=$logs/valgrind-eal_release.log env=$logs/valgrind-eal.env rc=0
+    local exe log=$logs/valgrind-eal_release.log env=$logs/valgrind-eal.env rc=0
     if ! command -v valgrind >/dev/null; then
         fail valgrind_release_soak "valgrind not installed (make setup installs it)"
         return
     fi
+    exe=$(cargo test --release -p pmd-glue --test eal_release --no-run --message-format=json \
+        2>"$log" | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
     if [[ -z $exe || ! -x $exe ]]; then
-        fail valgrind_release_soak "eal_release not built"
+        fail valgrind_release_soak "eal_release not built" "$log"
         return
     fi
     printf 'EAL_MODE=nohuge\nEAL_MEM="--no-huge -m 512"\n' >"$env"
@@ -399,6 +428,10 @@ wanted testpmd && check_testpmd mbcache_0 --mbcache=0
 wanted l2fwd && check_l2fwd
 wanted telemetry && check_telemetry
 if [[ ${TEST_DPDK_SKIP_CARGO:-0} != 1 ]] && wanted cargo; then check_cargo; fi
+wanted valgrind && check_release_soak_valgrind
+if [[ ${TEST_DPDK_SKIP_CARGO:-0} == 1 && -n ${TEST_DPDK_CARGO_SKIPS:-} ]]; then
+    earlier_cargo_skips "$TEST_DPDK_CARGO_SKIPS"
+fi
 
 echo "test-dpdk: $((SECONDS - start)) s, logs in $logs"
 echo "dpdk: $passed passed, $failed failed, $skipped skipped"

@@ -45,6 +45,16 @@
 #                   of another driver), dpdk-proc-info -d secondary: the pool
 #                   shows that name, and the stub refuses it with an error
 #                   naming the handler.
+#   8. other-build  a testpmd primary of one build, a dpdk-proc-info
+#                   secondary of another (the accounting feature on / off),
+#                   both ways: the secondary refuses the pool with an error
+#                   naming both builds;
+#   9. handshake-refused  a primary that serves its ops table but answers
+#                   the handshake malformed, in another format version, or
+#                   not at all (the other build's test hook,
+#                   PTR_RING_TEST_HANDSHAKE_REPLY): the secondary says why
+#                   at ERR and refuses the primary's ptr_ring pool, whose
+#                   index still names ptr_ring there.
 #
 # Needs hugepages (secondaries attach to the primary's shared memory): with
 # --no-huge in build/eal-mem.env it prints SKIP and exits 0. Each check uses a
@@ -53,6 +63,9 @@
 # Logs go to build/test-multiprocess/.
 #
 # Environment: PTR_RING_LIB (the handler .so, default target/release/...),
+# PTR_RING_OTHER_LIB (another build of it for checks 8 and 9, default
+# target/other-build/release/...: cargo build --release -p pmd-glue
+# --no-default-features --features test-hooks --target-dir target/other-build),
 # PTR_RING_EAL_ENV (a file like build/eal-mem.env to use instead of it).
 set -uo pipefail
 # shellcheck source=scripts/help.sh
@@ -72,6 +85,7 @@ fi
 
 LIB=${PTR_RING_LIB:-$repo/target/release/librte_mempool_ptr_ring.so}
 PEER=$repo/target/release/mp_peer
+OTHER_LIB=${PTR_RING_OTHER_LIB:-$repo/target/other-build/release/librte_mempool_ptr_ring.so}
 logs=$repo/build/test-multiprocess
 mkdir -p "$logs"
 passed=0
@@ -92,7 +106,7 @@ if [[ $EAL_MEM == *--no-huge* ]]; then
     echo "SKIP multiprocess: EAL mode is --no-huge: secondary processes need the primary's hugepage memory"
     finish
 fi
-for f in "$LIB" "$PEER"; do
+for f in "$LIB" "$PEER" "$OTHER_LIB"; do
     [[ -f $f ]] || { fail setup "$f missing; run: cargo build --release --workspace"; finish; }
 done
 for t in dpdk-testpmd dpdk-proc-info dpdk-pdump; do
@@ -370,5 +384,68 @@ else
     fail two-copies "exit $rc, $regs registrations, mb_pool_0 ops_name '${ops:-none}'" "$log"
 fi
 rm -rf "$dup"
+
+# ------------------------------------------------------------------ 8
+# LIB has the default features (accounting on), OTHER_LIB accounting off.
+for way in on-off off-on; do
+    if [[ $way == on-off ]]; then
+        pri_lib=$LIB sec_lib=$OTHER_LIB made=on runs=off
+    else
+        pri_lib=$OTHER_LIB sec_lib=$LIB made=off runs=on
+    fi
+    p=${prefix_base}_f
+    log=$logs/primary-build-$way.log
+    slog=$logs/proc-info-build-$way.log
+    if start_primary "$p" "$log" -d "$pri_lib" --mbuf-pool-ops-name ptr_ring -- -i; then
+        # shellcheck disable=SC2046
+        timeout 30 dpdk-proc-info $(sec_eal "$p") -d "$sec_lib" -- --show-mempool=mb_pool_0 \
+            >"$slog" 2>&1
+        rc=$?
+        want="ERROR: get_count on pool mb_pool_0: pool \"mb_pool_0\" was made by another build of the ptr_ring handler: build [0-9a-f]{16} \(accounting $made, DPDK [^)]*\) made it, this process runs build [0-9a-f]{16} \(accounting $runs, DPDK"
+        if grep -qE "$want" "$slog"; then
+            pass "other-build-$way" "$(grep -oE 'build [0-9a-f]{16} \(accounting [a-z]+' "$slog" | head -2 | tr -d '(' | paste -sd ';' | sed 's/;/ refused by /')"
+        else
+            fail "other-build-$way" "rc $rc, no refusal naming both builds" "$slog"
+        fi
+    else
+        fail "other-build-$way" "testpmd primary did not start" "$log"
+    fi
+    stop_primary
+    cleanup_prefix "$p"
+done
+
+# ------------------------------------------------------------------ 9
+for mode in malformed version silent; do
+    case $mode in
+    malformed) cause='malformed reply: 2 bytes' ;;
+    version) cause='the primary answers in format version [0-9]+, this process in [0-9]+' ;;
+    silent) cause='no answer to ptr_ring_ops_table in [0-9]+ ms' ;;
+    esac
+    p=${prefix_base}_g
+    log=$logs/primary-handshake-$mode.log
+    slog=$logs/proc-info-handshake-$mode.log
+    export PTR_RING_TEST_HANDSHAKE_REPLY=$mode
+    start_primary "$p" "$log" -d "$OTHER_LIB" --mbuf-pool-ops-name ptr_ring -- -i
+    started=$?
+    unset PTR_RING_TEST_HANDSHAKE_REPLY
+    if [[ $started -eq 0 ]]; then
+        # shellcheck disable=SC2046
+        timeout 30 dpdk-proc-info $(sec_eal "$p") -d "$OTHER_LIB" -- --show-mempool=mb_pool_0 \
+            >"$slog" 2>&1
+        rc=$?
+        info=$(grep -o 'ops_index [0-9]* ops_name [a-z_0-9]*' "$slog" | head -1)
+        if grep -qE "ERROR: ops-table handshake with the primary failed: $cause" "$slog" &&
+            grep -q 'ERROR: get_count on pool mb_pool_0: pool "mb_pool_0" refused: the ops-table handshake' "$slog" &&
+            [[ $info == *"ops_name ptr_ring" ]]; then
+            pass "handshake-refused-$mode" "$info, $(grep -oE "$cause" "$slog" | head -1)"
+        else
+            fail "handshake-refused-$mode" "rc $rc, '${info:-no ops line}', no refusal" "$slog"
+        fi
+    else
+        fail "handshake-refused-$mode" "testpmd primary did not start" "$log"
+    fi
+    stop_primary
+    cleanup_prefix "$p"
+done
 
 finish

@@ -4,6 +4,7 @@
 
 use crate::dma::DeviceId;
 use crate::iova::{ChunkId, VirtAddr, VirtRange};
+use crate::pool::BuildId;
 use crate::ptr_ring::RingError;
 use crate::shutdown::PoolState;
 use crate::validation::RejectKind;
@@ -77,6 +78,22 @@ pub enum PoolError {
     NotAPool {
         /// Address of the memory.
         addr: usize,
+    },
+    /// The memory handed to `attach` holds a pool of this format made by
+    /// another build (other layouts, features, target or compiler): it is
+    /// not read.
+    #[error(
+        "memory at {addr:#x} holds a pool made by another build of the pool core \
+         (build {found}; this process: build {ours}): every process sharing a pool must run \
+         the same build"
+    )]
+    OtherBuild {
+        /// Address of the memory.
+        addr: usize,
+        /// The build that made the pool.
+        found: BuildId,
+        /// This process's build.
+        ours: BuildId,
     },
     /// A chunk record would exceed the table's `max_chunks`.
     #[error("chunk table full ({max_chunks} chunks): cannot record {va}")]

@@ -359,7 +359,7 @@ impl<'a> Chunks<'a> {
     /// Holds registrations off (the table lock) while the final release
     /// decides, so a registration is either counted or refused.
     pub(crate) fn hold_registrations(&self) -> crate::sync::SpinGuard<'a> {
-        self.hdr.lock.lock()
+        self.hdr.lock.lock_as(crate::owner::LockKind::ChunkTable)
     }
 
     /// Writes the order slots (atomics must be created with `new` for loom).
@@ -470,7 +470,7 @@ impl<'a> Chunks<'a> {
         state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<u32, PoolError> {
         specs.iter().try_for_each(ChunkSpec::check_shape)?;
-        let _guard = self.lock.lock();
+        let _guard = self.lock.lock_as(crate::owner::LockKind::ChunkTable);
         // Under the lock the final release holds while it reads inflight:
         // either the release counts these objects, or this call sees it.
         state_ok()?;

@@ -14,17 +14,22 @@
 //! * [`dma`]: once-per-device DMA mapping bookkeeping.
 //! * [`shutdown`]: the Active → Draining → Released state machine.
 //! * [`validation`]: the optional foreign-pointer / double-free checks.
+//! * [`owner`]: owner ids of the shared locks and the liveness check that
+//!   lets a waiter take a dead process's lock over.
 //! * [`error`]: [`PoolError`], each variant with the values that failed.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod config;
+#[cfg(any(loom, feature = "crash-points"))]
+pub mod crash;
 pub mod dma;
 pub mod error;
 pub(crate) mod heap_block;
 pub mod inflight;
 pub mod iova;
 pub mod lcore_cache;
+pub mod owner;
 pub mod pool;
 pub mod ptr_ring;
 pub mod shutdown;

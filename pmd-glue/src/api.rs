@@ -70,6 +70,11 @@ pub unsafe fn stats_of(mp: *const sys::rte_mempool) -> Result<PoolStats, GlueErr
     Ok(z.core.stats())
 }
 
+/// The mempool flags that make one side of the handler's ring lockless:
+/// `RTE_MEMPOOL_F_SP_PUT` (one putter at a time) and `RTE_MEMPOOL_F_SC_GET`
+/// (one getter at a time).
+pub const SINGLE_SIDED: u32 = sys::RTE_MEMPOOL_F_SP_PUT | sys::RTE_MEMPOOL_F_SC_GET;
+
 /// An mbuf pool (`rte_pktmbuf_pool_create_by_ops`) served by ptr_ring.
 /// Freed on drop (`rte_mempool_free`), or by [`MbufPool::shutdown`].
 ///
@@ -119,7 +124,10 @@ pub struct MbufPool {
 }
 
 // SAFETY: a mempool is meant to be shared between threads; every operation
-// we expose is thread-safe in DPDK.
+// we expose is thread-safe in DPDK for the pools safe code can make (no
+// single-sided flag: `create_with_flags` refuses them), and the caller of
+// `create_with_flags_unchecked` promised to keep a single-sided one to one
+// thread a side.
 unsafe impl Send for MbufPool {}
 // SAFETY: as above.
 unsafe impl Sync for MbufPool {}
@@ -157,12 +165,65 @@ impl MbufPool {
             })
     }
 
-    /// [`create`](MbufPool::create) with mempool flags, e.g.
-    /// `RTE_MEMPOOL_F_SP_PUT | RTE_MEMPOOL_F_SC_GET` for a pool that one
-    /// thread at a time puts to and one thread at a time gets from (the
-    /// handler's ring then takes no lock on that side). Builds the pool the
-    /// way `rte_pktmbuf_pool_create_by_ops` does, which takes no flags.
+    /// [`create`](MbufPool::create) with mempool flags
+    /// (`rte_mempool_create_empty`'s), built the way
+    /// `rte_pktmbuf_pool_create_by_ops` does, which takes no flags.
+    ///
+    /// # Errors
+    /// [`GlueError::SingleSided`] for `RTE_MEMPOOL_F_SP_PUT` or
+    /// `RTE_MEMPOOL_F_SC_GET`, before anything is created: such a pool
+    /// relies on one thread at a time getting (or putting), which safe code
+    /// sharing this `Sync` handle cannot promise.
+    /// [`create_with_flags_unchecked`](MbufPool::create_with_flags_unchecked)
+    /// takes the flags, as `unsafe`.
     pub fn create_with_flags(
+        name: &str,
+        n: u32,
+        cache_size: u32,
+        data_room: u16,
+        socket: i32,
+        flags: u32,
+    ) -> Result<MbufPool, GlueError> {
+        if flags & SINGLE_SIDED != 0 {
+            return Err(GlueError::SingleSided { flags });
+        }
+        // SAFETY: neither single-sided flag, so there is no contract to keep.
+        unsafe { Self::create_with_flags_unchecked(name, n, cache_size, data_room, socket, flags) }
+    }
+
+    /// [`create_with_flags`](MbufPool::create_with_flags) that also takes
+    /// `RTE_MEMPOOL_F_SP_PUT` and `RTE_MEMPOOL_F_SC_GET`, e.g. both for a
+    /// pool that one thread at a time puts to and one thread at a time gets
+    /// from: the handler's ring then takes no lock on that side, as
+    /// DPDK's `ring_sp_sc` does.
+    ///
+    /// # Safety
+    /// * With `RTE_MEMPOOL_F_SC_GET`, no two gets from the pool run at
+    ///   once, and each happens-before the next (the same thread, or a
+    ///   hand-over through a join, a mutex or a channel). A get is anything
+    ///   that takes objects from the pool: [`alloc`](MbufPool::alloc),
+    ///   [`alloc_bulk`](MbufPool::alloc_bulk), `rte_mempool_get*` or
+    ///   `rte_pktmbuf_alloc*` on [`as_ptr`](MbufPool::as_ptr), a device's
+    ///   receive refill; with DPDK's per-lcore cache too, since which of
+    ///   them miss the cache and reach the handler cannot be told.
+    /// * With `RTE_MEMPOOL_F_SP_PUT`, the same for puts: dropping an
+    ///   [`Mbuf`], `rte_mempool_put*` or `rte_pktmbuf_free*`, a device's
+    ///   transmit completion, a cache flush.
+    /// * Dropping the pool, or [`shutdown`](MbufPool::shutdown), happens
+    ///   after every get and put.
+    ///
+    /// Breaking the contract is undefined behaviour, not just a wrong
+    /// count. Two gets at once both read the ring at the same position and
+    /// take the same objects: one mbuf goes to two owners, who write two
+    /// packets into one buffer and free it twice; and the dequeue's bulk
+    /// copy reads the slots with plain loads, which race with the other
+    /// getter's clearing stores (a data race). Two puts at once fill the
+    /// same slots: one of the two objects is overwritten and never comes
+    /// back (the pool shrinks for good, and the handler reports it missing
+    /// at free), a later put may be refused although the ring has room,
+    /// and a getter's plain copy of a slot races with the second put's
+    /// store to it. Nothing detects it as it happens.
+    pub unsafe fn create_with_flags_unchecked(
         name: &str,
         n: u32,
         cache_size: u32,
@@ -330,5 +391,29 @@ impl Drop for Mbuf<'_> {
     fn drop(&mut self) {
         // SAFETY: we own the mbuf.
         unsafe { sys::rte_pktmbuf_free(self.m.as_ptr()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The safe constructor refuses each single-sided flag, alone or with
+    /// others, before it reaches DPDK (no EAL runs in this test).
+    #[test]
+    fn create_with_flags_refuses_single_sided_pools() {
+        for flags in [
+            sys::RTE_MEMPOOL_F_SC_GET,
+            sys::RTE_MEMPOOL_F_SP_PUT,
+            SINGLE_SIDED,
+            sys::RTE_MEMPOOL_F_SC_GET | sys::RTE_MEMPOOL_F_NO_IOVA_CONTIG,
+        ] {
+            let e = MbufPool::create_with_flags("single_sided", 63, 0, 2048, -1, flags).err();
+            assert!(
+                matches!(e, Some(GlueError::SingleSided { flags: f }) if f == flags),
+                "flags {flags:#x}: {e:?}"
+            );
+            assert_eq!(e.map(|e| e.errno()), Some(-libc::EINVAL));
+        }
     }
 }

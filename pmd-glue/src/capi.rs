@@ -40,8 +40,8 @@ pub struct PtrRingStats {
     pub rejected_double_free: u64,
     /// 1 when validation mode is on.
     pub validation: u32,
-    /// 0 active, 1 draining, 2 released, 3 orphaned (see `mempool::PoolState`).
-    /// [`mempool::PoolState`] as `PTR_RING_STATE_*` (see [`STATE_VALUES`]).
+    /// [`mempool::PoolState`] as `PTR_RING_STATE_*` of the C header (see
+    /// [`STATE_VALUES`]): 0 active, 1 draining, 2 orphaned, 3 released.
     pub state: u32,
 }
 
@@ -294,6 +294,23 @@ mod tests {
         s.release = (1 << 32) + 5;
         let r = PtrRingStats::new(8, &s);
         assert_eq!((r.hold, r.release), (7, 5));
+    }
+
+    /// The doc comment of `PtrRingStats::state` gives the header's values.
+    #[test]
+    fn state_doc_gives_the_header_values() {
+        let want: Vec<String> = STATE_VALUES
+            .iter()
+            .map(|(name, state)| {
+                let word = name.trim_start_matches("PTR_RING_STATE_").to_lowercase();
+                format!("{} {word}", *state as u32)
+            })
+            .collect();
+        let want = format!("[`STATE_VALUES`]): {}.", want.join(", "));
+        assert!(
+            include_str!("capi.rs").contains(&want),
+            "the doc of PtrRingStats::state should read {want:?}"
+        );
     }
 
     /// The header's `#define PTR_RING_STATE_*` values are the core's.

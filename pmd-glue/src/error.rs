@@ -142,6 +142,49 @@ pub enum GlueError {
         /// An address in the chunk.
         addr: usize,
     },
+    /// Single-producer or single-consumer mempool flags asked of a safe
+    /// constructor: [`MbufPool`](crate::api::MbufPool) is `Sync`, so safe
+    /// code could get (or put) on two threads at once, which such a pool
+    /// does not allow.
+    #[error(
+        "mempool flags {flags:#x} ask for a single-producer or single-consumer pool \
+         (RTE_MEMPOOL_F_SP_PUT / RTE_MEMPOOL_F_SC_GET), which the safe API cannot keep to one \
+         thread a side: use the unsafe MbufPool::create_with_flags_unchecked and keep its \
+         contract"
+    )]
+    SingleSided {
+        /// The flags asked for.
+        flags: u32,
+    },
+    /// The pool's zone was made by another build of the handler (other
+    /// layouts, features, DPDK release or compiler): it is not read.
+    #[error(
+        "pool {pool:?} was made by another build of the ptr_ring handler: build {found} \
+         made it, this process runs build {ours}; every process sharing a pool must load the \
+         same handler build"
+    )]
+    OtherBuild {
+        /// The pool.
+        pool: String,
+        /// The build that made it (`zone::build_name`).
+        found: String,
+        /// This process's build.
+        ours: String,
+    },
+    /// A secondary whose ops-table handshake with a primary that serves its
+    /// table failed: it cannot tell which pools are ptr_ring's, and refuses
+    /// them all.
+    #[error(
+        "pool {pool:?} refused: the ops-table handshake with the primary failed ({cause}), so \
+         this process cannot tell which pools are ptr_ring's; restart it with the primary's \
+         handler build"
+    )]
+    HandshakeFailed {
+        /// The pool.
+        pool: String,
+        /// Why the handshake failed.
+        cause: String,
+    },
     /// EAL arguments could not be passed (interior NUL).
     #[error("bad EAL argument {arg:?}")]
     BadArg {
@@ -160,6 +203,7 @@ impl GlueError {
             | GlueError::OtherHandler { .. }
             | GlueError::NameTooLong { .. }
             | GlueError::BadPoolConfig { .. }
+            | GlueError::SingleSided { .. }
             | GlueError::BadArg { .. }
             | GlueError::NoMemoryChunks { .. } => -libc::EINVAL,
             // A memzone name that is taken (another pool's zone of that
@@ -168,6 +212,7 @@ impl GlueError {
             GlueError::NoMemory { .. } => -libc::ENOMEM,
             GlueError::AlreadyShuttingDown { .. } => -libc::EALREADY,
             GlueError::NotDmaMemory { .. } => -libc::EINVAL,
+            GlueError::OtherBuild { .. } | GlueError::HandshakeFailed { .. } => -libc::EPROTO,
             GlueError::NoZone { .. } | GlueError::PoolGone { .. } => -libc::ENOENT,
             GlueError::ReleaseInProgress { .. } => -libc::EBUSY,
             GlueError::NotRegistered { errno, .. } | GlueError::Dpdk { errno, .. } => {
@@ -183,8 +228,8 @@ impl GlueError {
 
 /// The negative errno for a core error: `-ENOBUFS` for exhaustion and for
 /// a pool that hands nothing out, `-ENOSPC` for full tables, the mapper's
-/// own code for DMA failures, `-ENODEV` for an unknown device, `-EINVAL` for
-/// bad input and caller bugs.
+/// own code for DMA failures, `-ENODEV` for an unknown device, `-EPROTO` for
+/// a pool of another build, `-EINVAL` for bad input and caller bugs.
 pub fn pool_errno(e: &PoolError) -> i32 {
     match e {
         PoolError::Exhausted { .. } | PoolError::NotActive { .. } => -libc::ENOBUFS,
@@ -200,6 +245,7 @@ pub fn pool_errno(e: &PoolError) -> i32 {
         }
         PoolError::UnknownDevice { .. } => -libc::ENODEV,
         PoolError::ChunksInUse { .. } => -libc::EBUSY,
+        PoolError::OtherBuild { .. } => -libc::EPROTO,
         PoolError::Overfull { .. }
         | PoolError::NullObject { .. }
         | PoolError::Rejected { .. }
@@ -285,6 +331,17 @@ mod tests {
             (Ring(RingError::NoSpace { requested: 4 }), -libc::ENOBUFS),
             (Ring(RingError::NullObject { index: 0 }), -libc::EINVAL),
             (NotAPool { addr: 0x1000 }, -libc::EINVAL),
+            (
+                OtherBuild {
+                    addr: 0x1000,
+                    found: mempool::pool::BuildId {
+                        hash: 1,
+                        ..mempool::pool::BuildId::CORE
+                    },
+                    ours: mempool::pool::BuildId::CORE,
+                },
+                -libc::EPROTO,
+            ),
             (
                 ChunkTableFull {
                     max_chunks: 2,

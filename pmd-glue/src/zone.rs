@@ -5,11 +5,13 @@
 //! it is process-local, so secondary processes use it as it is.
 
 use core::ffi::{c_char, c_void, CStr};
+use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dpdk_sys as sys;
+use mempool::pool::BuildId;
 use mempool::{PoolConfig, PoolCore, PoolLayout};
 
 use crate::error::GlueError;
@@ -19,16 +21,75 @@ use crate::{ffi, ops};
 /// Memzone name prefix of our pools.
 pub const ZONE_PREFIX: &str = "PR_";
 /// Names the format of the zone and of the pool block behind it, and
-/// changes with either: the fast path checks this word alone, so a process
-/// running another build of the handler finds no zone of its own format
-/// (and reports it) rather than misreading one.
-const ZONE_MAGIC: u64 = 0x5054_525f_5a4f_4e32; // "PTR_ZON2"
+/// changes with either. Every build of this format keeps `family` and
+/// `build` where they are, so that a process of another build can name the
+/// zone's.
+const ZONE_FAMILY: u64 = 0x5054_525f_5a4f_4e33; // "PTR_ZON3"
+/// High half of every build's [`ZONE_MAGIC`] ("PTR_"): a first word with
+/// it is a zone of this family, whose `family` and `build` can be read.
+const MAGIC_PREFIX: u64 = 0x5054_525f;
 const HEADER_BYTES: usize = 128;
 
-/// Start of every pool's memzone.
+/// This build of the handler: the core's [`BuildId`] with the zone
+/// header's layout and the DPDK release and ABI the handler was built
+/// against hashed in; the release word is `year.month.minor.ABI`, a byte
+/// each. Pools are shared only by processes of one build.
+pub const BUILD: BuildId = {
+    let (year, month, minor) = sys::compat::RELEASE;
+    let abi = sys::compat::ABI;
+    BuildId::CORE.extend(
+        &[
+            ZONE_FAMILY as usize,
+            size_of::<ZoneHeader>(),
+            align_of::<ZoneHeader>(),
+            offset_of!(ZoneHeader, magic),
+            offset_of!(ZoneHeader, family),
+            offset_of!(ZoneHeader, build),
+            offset_of!(ZoneHeader, creator_ops_index),
+            offset_of!(ZoneHeader, core_bytes),
+            offset_of!(ZoneHeader, trailing_get_failures),
+            offset_of!(ZoneHeader, get_failures),
+            offset_of!(ZoneHeader, release_token),
+            offset_of!(ZoneHeader, fail_mark),
+            year as usize,
+            month as usize,
+            abi as usize,
+        ],
+        ((year & 0xff) << 24) | ((month & 0xff) << 16) | ((minor & 0xff) << 8) | (abi & 0xff),
+    )
+};
+
+/// The zone's first word in this build: [`MAGIC_PREFIX`] and the low half
+/// of [`BUILD`]'s hash folded in. The fast path checks this word alone, so
+/// a zone of another build (or another format) fails it there at no cost,
+/// and [`attach`] then names the build that made it.
+const ZONE_MAGIC: u64 = (MAGIC_PREFIX << 32) | ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_ffff);
+
+/// `0123456789abcdef (accounting on, DPDK 24.11.1, ABI 25)`: a build as the
+/// errors name it.
+pub fn build_name(b: &BuildId) -> String {
+    let r = b.release;
+    format!(
+        "{}, DPDK {}.{:02}.{}, ABI {}",
+        b.to_string().trim_end_matches(')'),
+        r >> 24,
+        (r >> 16) & 0xff,
+        (r >> 8) & 0xff,
+        r & 0xff
+    ) + ")"
+}
+
+/// Start of every pool's memzone. `magic`, `family` and `build` stay at
+/// these offsets in every build of this format; the fast path reads
+/// `magic` and `trailing_get_failures`, on the first line.
 #[repr(C, align(128))]
 pub struct ZoneHeader {
+    /// [`ZONE_MAGIC`] of the creating build; stored last (Release).
     magic: u64,
+    /// [`ZONE_FAMILY`].
+    family: u64,
+    /// [`BUILD`] of the creating process.
+    build: BuildId,
     /// Ops index of `ptr_ring` in the process that created the pool.
     pub creator_ops_index: i32,
     _pad: u32,
@@ -56,7 +117,9 @@ pub struct ZoneHeader {
     fail_mark: [AtomicU64; 2],
 }
 
-const _: () = assert!(core::mem::size_of::<ZoneHeader>() == HEADER_BYTES);
+const _: () = assert!(size_of::<ZoneHeader>() == HEADER_BYTES);
+const _: () = assert!(offset_of!(ZoneHeader, family) == 8 && offset_of!(ZoneHeader, build) == 16);
+const _: () = assert!(offset_of!(ZoneHeader, trailing_get_failures) < 64);
 
 impl ZoneHeader {
     /// A successful get or put ends a run of failed gets. Written only when
@@ -178,6 +241,8 @@ pub unsafe fn create(
         let hdr = base.cast::<ZoneHeader>();
         hdr.write(ZoneHeader {
             magic: 0,
+            family: ZONE_FAMILY,
+            build: BUILD,
             creator_ops_index: ops_index,
             _pad: 0,
             core_bytes: layout.bytes() as u64,
@@ -187,7 +252,8 @@ pub unsafe fn create(
             fail_mark: [AtomicU64::new(0), AtomicU64::new(0)],
         });
         let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), &layout);
-        // Release pairs with the Acquire load in `attach`.
+        // Release pairs with the Acquire loads in `attach_fast` and
+        // `refusal`: a process that sees the magic sees the whole header.
         (*(hdr.cast::<AtomicU64>())).store(ZONE_MAGIC, Ordering::Release);
         (*mp).__bindgen_anon_1.pool_data = base.cast::<c_void>();
         Ok(Zone {
@@ -209,16 +275,66 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
     // SAFETY: per the caller's contract (the same as `attach_fast`'s).
     let Some(z) = (unsafe { attach_fast(mp) }) else {
         // SAFETY: per the caller's contract.
-        let base = unsafe { (*mp).__bindgen_anon_1.pool_data } as usize;
-        return Err(GlueError::NotOurPool { addr: base });
+        return Err(unsafe { refusal(mp) });
     };
-    // The core's own magic too: a second, independent check of the block.
+    // The whole build hash (the magic holds 32 bits of it), then the core's
+    // own magic and build: a second, independent check of the block.
+    if z.header.build.hash != BUILD.hash {
+        return Err(other_build(mp, &z.header.build));
+    }
     // SAFETY: the zone magic proves `create` initialised the core here.
     let core = unsafe { PoolCore::attach(NonNull::from(z.core).cast::<u8>()) }?;
     Ok(Zone {
         header: z.header,
         core,
     })
+}
+
+/// Why [`attach_fast`] refused `mp`: a zone of this format made by another
+/// build (both named), or no zone of ours.
+///
+/// # Safety
+/// As for [`attach`].
+#[cold]
+#[inline(never)]
+unsafe fn refusal(mp: *const sys::rte_mempool) -> GlueError {
+    // SAFETY: per the caller's contract.
+    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<ZoneHeader>();
+    let not_ours = GlueError::NotOurPool {
+        addr: base as usize,
+    };
+    if base.is_null() {
+        return not_ours;
+    }
+    // SAFETY: at least 8 readable bytes (caller's contract). Acquire pairs
+    // with the Release store of the magic in `create` (of whichever build).
+    let magic = unsafe { (*base.cast::<AtomicU64>()).load(Ordering::Acquire) };
+    if magic >> 32 != MAGIC_PREFIX {
+        return not_ours;
+    }
+    // SAFETY: the prefix marks a zone of this family, whose header (128
+    // bytes) every build writes before its magic, with `family` and
+    // `build` at these offsets; plain reads of fields read-only after
+    // `create`.
+    let (family, build) = unsafe {
+        (
+            core::ptr::addr_of!((*base).family).read(),
+            core::ptr::addr_of!((*base).build).read(),
+        )
+    };
+    if family != ZONE_FAMILY {
+        return not_ours;
+    }
+    other_build(mp, &build)
+}
+
+/// The error for pool `mp`, whose zone build `found` made.
+fn other_build(mp: *const sys::rte_mempool, found: &BuildId) -> GlueError {
+    GlueError::OtherBuild {
+        pool: ffi::pool_name(mp),
+        found: build_name(found),
+        ours: build_name(&BUILD),
+    }
 }
 
 /// The zone of `mp` when `mp` is a pool of ours: not null, on the
@@ -239,6 +355,14 @@ pub unsafe fn ours<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueErro
         return Err(GlueError::OtherHandler {
             pool: ffi::pool_name(mp),
             ops,
+        });
+    }
+    // A secondary whose handshake failed cannot tell which pools are ours
+    // (its ops entry refuses DPDK's calls: `ops_sync`); nor do we here.
+    if let Some(cause) = crate::ops_sync::refusal() {
+        return Err(GlueError::HandshakeFailed {
+            pool: ffi::pool_name(mp),
+            cause: cause.to_owned(),
         });
     }
     // SAFETY: as above.
@@ -358,6 +482,8 @@ mod tests {
     fn header() -> ZoneHeader {
         ZoneHeader {
             magic: 0,
+            family: ZONE_FAMILY,
+            build: BUILD,
             creator_ops_index: 0,
             _pad: 0,
             core_bytes: 0,
@@ -366,6 +492,66 @@ mod tests {
             release_token: AtomicU64::new(0),
             fail_mark: [AtomicU64::new(0), AtomicU64::new(0)],
         }
+    }
+
+    /// A mempool whose `pool_data` is `hdr`'s bytes.
+    fn pool_on(hdr: &mut ZoneHeader) -> sys::rte_mempool {
+        let mut mp = sys::rte_mempool::default();
+        mp.__bindgen_anon_1.pool_data = (hdr as *mut ZoneHeader).cast::<c_void>();
+        mp
+    }
+
+    #[test]
+    fn the_magic_holds_the_build() {
+        assert_eq!(ZONE_MAGIC >> 32, MAGIC_PREFIX);
+        assert_eq!(
+            ZONE_MAGIC & 0xffff_ffff,
+            (BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_ffff
+        );
+        assert_eq!(BUILD.features, BuildId::CORE.features);
+        let (year, month, minor) = sys::compat::RELEASE;
+        let name = build_name(&BUILD);
+        let want = format!(
+            "{:016x} (accounting {}, DPDK {year}.{month:02}.{minor}, ABI {})",
+            BUILD.hash,
+            if BUILD.accounting() { "on" } else { "off" },
+            sys::compat::ABI
+        );
+        assert_eq!(name, want);
+    }
+
+    #[test]
+    fn a_zone_of_another_build_is_refused_naming_both() {
+        let other = BuildId {
+            hash: BUILD.hash ^ 0x1234_5678_9abc,
+            ..BUILD
+        };
+        let mut hdr = header();
+        hdr.build = other;
+        hdr.magic = (MAGIC_PREFIX << 32) | ((other.hash ^ (other.hash >> 32)) & 0xffff_ffff);
+        let mp = pool_on(&mut hdr);
+        // SAFETY: `pool_data` points to a whole header.
+        let e = unsafe { attach(&mp) }.err().unwrap();
+        match &e {
+            GlueError::OtherBuild { found, ours, .. } => {
+                assert_eq!(found, &build_name(&other));
+                assert_eq!(ours, &build_name(&BUILD));
+            }
+            e => panic!("{e}"),
+        }
+        assert_eq!(e.errno(), -libc::EPROTO);
+        // Not of this family: another handler's data, whatever follows.
+        hdr.family = 0;
+        let mp = pool_on(&mut hdr);
+        // SAFETY: as above.
+        let e = unsafe { attach(&mp) }.err().unwrap();
+        assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
+        hdr.family = ZONE_FAMILY;
+        hdr.magic = 0x5a5a_5a5a_5a5a_5a5a;
+        let mp = pool_on(&mut hdr);
+        // SAFETY: as above.
+        let e = unsafe { attach(&mp) }.err().unwrap();
+        assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
     }
 
     #[test]

@@ -640,11 +640,7 @@ fn mp_secondary() {
 /// Refcounts every process sees: a secondary's device of the primary's
 /// container uses the primary's ranges, and keeps them mapped.
 fn across_processes() {
-    if !eal_mem().hugepages() {
-        eprintln!(
-            "test: SKIP step across_processes: EAL mode is {} (no hugepages): no shared memory",
-            eal_mem().mode
-        );
+    if skip_without_hugepages("eal_dma/across_processes") {
         return;
     }
     let prefix = format!("ptrring_dma_{}", std::process::id());

@@ -3,7 +3,8 @@
 //! gets and puts mbufs, runs it dry and gives everything back; the primary
 //! then sees every object home and the secondary's gets in the shared
 //! counters. Needs hugepages (with --no-huge EAL has no shared memory):
-//! skipped otherwise.
+//! skipped otherwise, saying so (`common::skip`: counted as skipped, not
+//! as passed).
 //!
 //! With `dpdk-proc-info` (a DPDK secondary that loads the handler with `-d`)
 //! it also checks the ops-index hazard: with other mempool plugins loaded
@@ -287,11 +288,17 @@ const SHIFTERS: &[(&str, usize)] = &[
 
 fn hazard(prefix: &str, lib: &Path, primary_ops: &[String]) {
     let Some(k) = primary_ops.iter().position(|n| n == "ring_mp_mc") else {
-        eprintln!("test: SKIP ops-index hazard: no ring_mp_mc in the primary's table");
+        skip(
+            &format!("{TEST}/ops-index hazard"),
+            "no ring_mp_mc in the primary's table",
+        );
         return;
     };
     let Some(dir) = pmd_dir() else {
-        eprintln!("test: SKIP ops-index hazard: DPDK plugin directory not found");
+        skip(
+            &format!("{TEST}/ops-index hazard"),
+            "DPDK plugin directory not found",
+        );
         return;
     };
     let mut left = k;
@@ -303,7 +310,10 @@ fn hazard(prefix: &str, lib: &Path, primary_ops: &[String]) {
         }
     }
     if left != 0 {
-        eprintln!("test: SKIP ops-index hazard: cannot place ptr_ring at index {k}");
+        skip(
+            &format!("{TEST}/ops-index hazard"),
+            &format!("cannot place ptr_ring at index {k}"),
+        );
         return;
     }
     plugins.push(lib.to_path_buf());
@@ -325,9 +335,12 @@ fn hazard(prefix: &str, lib: &Path, primary_ops: &[String]) {
 fn parent() {
     let mem = eal_mem();
     if !mem.hugepages() {
-        eprintln!(
-            "test: SKIP {TEST}: EAL mode is {} (no hugepages): multi-process needs shared hugepage memory",
-            mem.mode
+        skip(
+            TEST,
+            &format!(
+                "EAL mode is {} (no hugepages): multi-process needs shared hugepage memory",
+                mem.mode
+            ),
         );
         return;
     }
@@ -394,8 +407,10 @@ fn parent() {
             );
             hazard(&prefix, &lib, &primary_ops);
         }
-        _ => eprintln!(
-            "test: SKIP dpdk-proc-info checks (no dpdk-proc-info or no librte_mempool_ptr_ring.so)"
+        _ => skip(
+            &format!("{TEST}/dpdk-proc-info"),
+            "no dpdk-proc-info or no librte_mempool_ptr_ring.so (nor the ops-index hazard, \
+             which runs in dpdk-proc-info)",
         ),
     }
 

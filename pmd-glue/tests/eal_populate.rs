@@ -10,7 +10,7 @@
 //! ([`Fragmenter`]), and both pools stay allocated until both are checked.
 //!
 //! Needs physical addresses (root, `/proc/self/pagemap`): when EAL cannot
-//! give IOVA-as-PA the test says `test: SKIP eal_populate: ...`.
+//! give IOVA-as-PA the test says `test: SKIP eal_populate: ...` (`skip`).
 
 mod common;
 
@@ -114,12 +114,15 @@ fn eal_populate() {
     let idx = api::ensure_registered().expect("ptr_ring ops registered in-process");
     eprintln!("test: ptr_ring ops at index {idx}; EAL args {args:?}");
     if let Err(e) = api::eal_init(&args) {
-        eprintln!("test: SKIP eal_populate: EAL cannot run with --iova-mode=pa here: {e}");
+        skip(
+            "eal_populate",
+            &format!("EAL cannot run with --iova-mode=pa here: {e}"),
+        );
         return;
     }
     // SAFETY: plain query after init.
     if unsafe { sys::rte_eal_iova_mode() } != sys::RTE_IOVA_PA {
-        eprintln!("test: SKIP eal_populate: EAL did not select IOVA as PA");
+        skip("eal_populate", "EAL did not select IOVA as PA");
         return;
     }
     // 8192 single free pages, twice what the two pools fault in.

@@ -430,11 +430,7 @@ fn secondary_free() {
         Ok("secondary") => return shared_secondary(),
         _ => {}
     }
-    if !eal_mem().hugepages() {
-        eprintln!(
-            "test: SKIP case secondary_free: EAL mode is {} (no hugepages): no shared memory",
-            eal_mem().mode
-        );
+    if skip_without_hugepages("eal_release/secondary_free") {
         return;
     }
     let prefix = format!("ptrring_rel_{}", std::process::id());
@@ -729,12 +725,7 @@ fn dead_claimant_taken_over() {
         Ok("secondary") => return claimant_secondary(),
         _ => {}
     }
-    if !eal_mem().hugepages() {
-        eprintln!(
-            "test: SKIP case dead_claimant_taken_over: EAL mode is {} (no hugepages): no shared \
-             memory",
-            eal_mem().mode
-        );
+    if skip_without_hugepages("eal_release/dead_claimant_taken_over") {
         return;
     }
     let prefix = format!("ptrring_dead_{}", std::process::id());

@@ -305,40 +305,77 @@ fn telemetry_signed_inflight() {
 
 /// Telemetry reads a pool by name while the application creates and frees
 /// pools of that name: every reply is either "no such pool" or a whole,
-/// consistent pool (the release lock keeps a pool it found alive).
+/// consistent pool (the release lock keeps a pool it found alive). The
+/// cycles go on until the reader has, many times each, found the pool,
+/// found it absent, and made a read that overlapped a free (a generation
+/// counter, odd while a free runs, was odd or moved across the read): a run
+/// in which the race never happened fails instead of passing.
 #[test]
 fn telemetry_races_free() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    /// Replies of each kind the reader must see.
+    const EACH: u64 = 100;
+    /// How long the cycles may go on to get them.
+    const WITHIN: Duration = Duration::from_secs(60);
     let _turn = setup();
     let name = "shut_race";
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let generation = Arc::new(AtomicU64::new(0));
+    // Replies with the pool, without it, and reads that overlapped a free.
+    let counts: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     let reader = {
-        let stop = stop.clone();
+        let (stop, generation, counts) = (stop.clone(), generation.clone(), counts.clone());
         std::thread::spawn(move || {
             let cname = CString::new(name).expect("name");
-            let (mut seen, mut absent) = (0u64, 0u64);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                match telemetry::pool_stats(&cname) {
-                    None => absent += 1,
+            // Relaxed: a flag to leave the loop.
+            while !stop.load(Ordering::Relaxed) {
+                // Acquire pairs with the Release increments around each
+                // free below: a read that starts after a free finished sees
+                // its even generation.
+                let before = generation.load(Ordering::Acquire);
+                let reply = telemetry::pool_stats(&cname);
+                let after = generation.load(Ordering::Acquire);
+                match reply {
+                    None => counts[1].fetch_add(1, Ordering::Relaxed),
                     Some(v) => {
                         let get = |k: &str| v.iter().find(|(n, _)| *n == k).map(|(_, x)| x.clone());
                         assert_eq!(get("size"), Some(StatValue::U64(128)));
                         assert_eq!(get("state"), Some(StatValue::Str("active".into())));
-                        seen += 1;
+                        counts[0].fetch_add(1, Ordering::Relaxed)
                     }
+                };
+                if before % 2 == 1 || before != after {
+                    counts[2].fetch_add(1, Ordering::Relaxed);
                 }
             }
-            (seen, absent)
         })
     };
+    let enough = || counts.iter().all(|c| c.load(Ordering::Relaxed) >= EACH);
+    let t0 = Instant::now();
+    let mut cycles = 0u64;
     let ((), log) = capture_log(|| {
-        for _ in 0..1000 {
+        while (cycles < 1000 || !enough()) && t0.elapsed() < WITHIN && !reader.is_finished() {
             let pool = MbufPool::create(name, 128, 0, DATA_ROOM, -1).expect("pool");
+            // Release (both): pairs with the reader's Acquire loads.
+            generation.fetch_add(1, Ordering::Release);
             drop(pool);
+            generation.fetch_add(1, Ordering::Release);
+            cycles += 1;
         }
     });
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (seen, absent) = reader.join().expect("reader");
-    eprintln!("test: telemetry during 1000 create/free: {seen} replies, {absent} absent");
+    stop.store(true, Ordering::Relaxed);
+    reader.join().expect("reader");
+    let [seen, absent, raced] = [0, 1, 2].map(|i| counts[i].load(Ordering::Relaxed));
+    eprintln!(
+        "test: telemetry during {cycles} create/free: {seen} replies, {absent} absent, {raced} \
+         overlapped a free"
+    );
+    assert!(
+        seen >= EACH && absent >= EACH && raced >= EACH,
+        "the race never happened often enough in {WITHIN:?}: {seen} replies with the pool, \
+         {absent} without, {raced} during a free (at least {EACH} of each wanted)"
+    );
     assert!(
         !log.contains("PTR_RING: ERROR: "),
         "no handler error while telemetry races free: {log}"

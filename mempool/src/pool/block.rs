@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Header, PoolCore, HEADER_BYTES, POOL_MAGIC, RING_OFFSET};
+use super::{BuildId, Header, PoolCore, HEADER_BYTES, POOL_MAGIC, RING_OFFSET};
 use crate::config::PoolLayout;
 use crate::dma::{Dma, DmaTable};
 use crate::error::PoolError;
@@ -66,6 +66,7 @@ impl PoolCore {
             };
             core::ptr::addr_of_mut!((*p).hdr).write(CachePadded::new(Header {
                 magic: AtomicU64::new(0),
+                build: BuildId::CORE,
                 max_lcores: cfg.max_lcores as usize,
                 fast_lcores,
                 caches_offset: layout.caches_offset,
@@ -113,7 +114,8 @@ impl PoolCore {
     }
 
     /// Returns the pool already initialised in `mem` (by this or another
-    /// process).
+    /// process): `NotAPool` unless the magic is this format's, `OtherBuild`
+    /// (naming both builds) unless the creator's [`BuildId`] is this one's.
     ///
     /// # Safety
     /// `mem` points to at least [`HEADER_BYTES`] readable bytes: the magic
@@ -125,14 +127,26 @@ impl PoolCore {
         // The header is the first field (`repr(C)`) and `CachePadded` keeps
         // its value at offset 0 (checked by a unit test in `ptr_ring`): the
         // magic, the header's first field, is the block's first word.
-        let magic = mem.as_ptr().cast::<Header>();
+        let hdr = mem.as_ptr().cast::<Header>();
         // SAFETY: the caller guarantees the header bytes are readable; only
         // the magic word is read, through a raw place. Acquire pairs with
         // the Release store at the end of `init`.
-        let magic = unsafe { (*core::ptr::addr_of!((*magic).magic)).load(Ordering::Acquire) };
+        let magic = unsafe { (*core::ptr::addr_of!((*hdr).magic)).load(Ordering::Acquire) };
         if magic != POOL_MAGIC {
             return Err(PoolError::NotAPool {
                 addr: mem.as_ptr() as usize,
+            });
+        }
+        // SAFETY: readable header bytes (caller's contract); every build of
+        // this magic's format stores its `BuildId` here, before the magic's
+        // Release store, which the Acquire load above pairs with. Read-only
+        // after `init`.
+        let build = unsafe { core::ptr::addr_of!((*hdr).build).read() };
+        if build.hash != BuildId::CORE.hash {
+            return Err(PoolError::OtherBuild {
+                addr: mem.as_ptr() as usize,
+                found: build,
+                ours: BuildId::CORE,
             });
         }
         // SAFETY: the magic proves an initialised pool (caller's contract).

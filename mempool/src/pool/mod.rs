@@ -48,7 +48,8 @@
 //! * `chunks.rs`: chunk registration, IOVA look-ups and DMA mapping;
 //! * `shutdown.rs`: the shutdown driver ([`PoolCore::begin_drain`],
 //!   [`PoolCore::poll`] and the others);
-//! * `heap.rs`: [`HeapPool`], a pool on the Rust heap.
+//! * `heap.rs`: [`HeapPool`], a pool on the Rust heap;
+//! * `identity.rs`: [`BuildId`], the build a pool was made by.
 
 mod accounting;
 mod block;
@@ -56,11 +57,13 @@ mod chunks;
 mod fast_path;
 mod get_put;
 mod heap;
+mod identity;
 mod shutdown;
 mod validated;
 
 pub use accounting::PoolStats;
 pub use heap::HeapPool;
+pub use identity::BuildId;
 
 use core::cell::UnsafeCell;
 
@@ -75,15 +78,22 @@ use crate::sync::AtomicU64;
 use crate::validation::Validator;
 
 /// Names the block's format: changed with the header's layout, so that a
-/// process with another build refuses the pool (`NotAPool`) on the checked
-/// path instead of misreading it.
-const POOL_MAGIC: u64 = 0x7072_5f70_6f6f_6c32; // "pr_pool2"
+/// process with a build of another format refuses the pool (`NotAPool`) on
+/// the checked path instead of misreading it. Every build of this format
+/// keeps `magic` and `build` where they are, so that a process of another
+/// build of it reads the creator's [`BuildId`] and names it
+/// (`OtherBuild`).
+const POOL_MAGIC: u64 = 0x7072_5f70_6f6f_6c33; // "pr_pool3"
 
 /// Read-only after `init`: everything the fast path needs, on one line.
 #[repr(C)]
 struct Header {
     /// Release-stored last in `init`; pairs with the Acquire load in `attach`.
     magic: AtomicU64,
+    /// The build that made the pool ([`BuildId::CORE`] of the creator),
+    /// written before the magic; `attach` compares it, the fast paths never
+    /// read it.
+    build: BuildId,
     max_lcores: usize,
     /// `max_lcores` without validation, 0 with it: the one bound the inlined
     /// fast paths check (`try_get_cached`), so validation mode costs them no
@@ -159,6 +169,13 @@ pub const HEADER_BYTES: usize =
 pub(crate) const HEADER_ALIGN: usize = core::mem::align_of::<CachePadded<Header>>();
 
 const _: () = assert!(HEADER_BYTES.is_multiple_of(HEADER_ALIGN));
+
+/// Offset of the creator's [`BuildId`] in a pool's block: the same in
+/// every build of this format (the word after the magic).
+pub const BUILD_ID_OFFSET: usize = core::mem::offset_of!(Header, build);
+
+#[cfg(not(loom))]
+const _: () = assert!(BUILD_ID_OFFSET == 8);
 
 /// Offset of the ring in every pool's block, right after the header: a
 /// constant, so that the fast paths reach the ring with no load of an

@@ -5,16 +5,17 @@ use core::ffi::c_void;
 
 use super::runs::{clear_run, copy_run, prefetch_for_clear, PREFETCH_FOR_CLEAR_MIN};
 use super::{PtrRing, RingError};
-use crate::sync::{AtomicUsize, Ordering, SpinGuard};
+use crate::sync::{AtomicUsize, Ordering, Poisoned, SpinGuard};
 
 impl PtrRing {
-    /// Takes the consumer lock, unless the ring is single-consumer.
+    /// Takes the consumer lock, unless the ring is single-consumer (see
+    /// `repair.rs` for the takeover; `Err` when the side is poisoned).
     #[inline(always)]
-    fn consumer_guard(&self) -> Option<SpinGuard<'_>> {
+    fn consumer_guard(&self) -> Result<Option<SpinGuard<'_>>, Poisoned> {
         if self.hdr.config.single_consumer {
-            None
+            Ok(None)
         } else {
-            Some(self.hdr.consumer.lock.lock())
+            self.consumer_lock().map(Some)
         }
     }
 
@@ -64,7 +65,9 @@ impl PtrRing {
                 .ok_or(RingError::NotEnough { requested: 1 })?;
             return Ok(());
         }
-        let _guard = self.consumer_guard();
+        let Ok(_guard) = self.consumer_guard() else {
+            return Err(self.refused_dequeue(n));
+        };
         // Relaxed: `head` is only written by the consumer side, and the
         // previous writer happens-before us (the consumer lock we hold, or
         // the single-consumer contract).
@@ -80,6 +83,10 @@ impl PtrRing {
             return Err(RingError::NotEnough { requested: n });
         }
         Self::copy_out(self.runs(h, n), out);
+        #[cfg(any(loom, feature = "crash-points"))]
+        if crate::crash::before_head() && crate::crash::die() {
+            return Ok(());
+        }
         self.consume(h.wrapping_add(n), false);
         Ok(())
     }
@@ -94,7 +101,9 @@ impl PtrRing {
         if self.hdr.config.single_consumer {
             return self.take_one();
         }
-        let _guard = self.hdr.consumer.lock.lock();
+        let Ok(_guard) = self.consumer_lock() else {
+            return None;
+        };
         self.take_one()
     }
 
@@ -214,7 +223,9 @@ impl PtrRing {
         if max == 0 {
             return 0;
         }
-        let _guard = self.consumer_guard();
+        let Ok(_guard) = self.consumer_guard() else {
+            return 0;
+        };
         // Relaxed: `head` is only written by the consumer side, and the
         // previous writer happens-before us (consumer lock or
         // single-consumer contract).
@@ -262,6 +273,10 @@ impl PtrRing {
         let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
         let lag = new_head.wrapping_sub(tail);
         if lag < self.hdr.config.batch {
+            return;
+        }
+        #[cfg(any(loom, feature = "crash-points"))]
+        if self.crash_clearing(tail, new_head) {
             return;
         }
         if single {

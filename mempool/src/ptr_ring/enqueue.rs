@@ -4,16 +4,17 @@ use core::ffi::c_void;
 
 use super::runs::{any_null, fill_run};
 use super::{PtrRing, RingError};
-use crate::sync::{Ordering, SpinGuard};
+use crate::sync::{Ordering, Poisoned, SpinGuard};
 
 impl PtrRing {
-    /// Takes the producer lock, unless the ring is single-producer.
+    /// Takes the producer lock, unless the ring is single-producer (see
+    /// `repair.rs` for the takeover; `Err` when the side is poisoned).
     #[inline(always)]
-    fn producer_guard(&self) -> Option<SpinGuard<'_>> {
+    fn producer_guard(&self) -> Result<Option<SpinGuard<'_>>, Poisoned> {
         if self.hdr.config.single_producer {
-            None
+            Ok(None)
         } else {
-            Some(self.hdr.producer.lock.lock())
+            self.producer_lock().map(Some)
         }
     }
 
@@ -69,7 +70,9 @@ impl PtrRing {
             let index = objs.iter().position(|o| o.is_null()).unwrap_or(0);
             return Err(RingError::NullObject { index });
         }
-        let _guard = self.producer_guard();
+        let Ok(_guard) = self.producer_guard() else {
+            return Err(self.refused_enqueue(n));
+        };
         // Relaxed: `seq` is only written by the producer side, and the
         // previous writer happens-before us (the producer lock we hold, or
         // the single-producer contract).
@@ -96,6 +99,10 @@ impl PtrRing {
             .producer
             .seq
             .store(p.wrapping_add(n), Ordering::Release);
+        #[cfg(any(loom, feature = "crash-points"))]
+        if self.crash_filling(p, objs) {
+            return Ok(());
+        }
         // Fills in sequence order (first run, then the wrapped one): the
         // consumer relies on it (see `dequeue_bulk`).
         let (oa, ob) = objs.split_at(a.len());
@@ -118,7 +125,9 @@ impl PtrRing {
         if self.hdr.config.single_producer {
             return self.produce_one(obj);
         }
-        let _guard = self.hdr.producer.lock.lock();
+        let Ok(_guard) = self.producer_lock() else {
+            return Err(self.refused_enqueue(1));
+        };
         self.produce_one(obj)
     }
 

@@ -76,6 +76,10 @@
 //! * `enqueue.rs`, `dequeue.rs`: the producer and the consumer side;
 //! * `len.rs`: the lockless observers [`PtrRing::is_empty`] and
 //!   [`PtrRing::len`];
+//! * `repair.rs`: taking a side over from a process that died holding its
+//!   lock, and what the taker repairs;
+//! * `trampoline.rs`: the register-preserving call into the lock's cold
+//!   path (x86-64);
 //! * `runs.rs`: the loops over runs of slots (null scan, fill, copy, clear);
 //! * `heap.rs`: [`HeapRing`], a ring on the Rust heap.
 
@@ -84,7 +88,10 @@ mod enqueue;
 mod heap;
 mod layout;
 mod len;
+mod repair;
 mod runs;
+#[cfg(ring_asm)]
+mod trampoline;
 
 pub use heap::HeapRing;
 pub use layout::RingLayout;
@@ -93,7 +100,7 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{AtomicU64, AtomicUsize, Ordering, SpinLock};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, SpinLock};
 
 /// Batch of consumer invalidation for rings of at least [`BATCH_MIN_CAPACITY`]
 /// objects: two 64-byte cache lines of pointers, as in the kernel.
@@ -158,6 +165,9 @@ pub enum RingError {
 struct Producer {
     /// Serialises producers; unused in single-producer mode.
     lock: SpinLock,
+    /// Times a producer took `lock` over from a dead holder (in the padding
+    /// between `lock` and `seq`: the fast path's offsets do not move).
+    takeovers: AtomicU32,
     /// Next slot to fill. Written only by the producer side (under `lock`,
     /// or by the single producer); read locklessly by `len`.
     seq: AtomicUsize,
@@ -167,6 +177,9 @@ struct Producer {
 struct Consumer {
     /// Serialises consumers; unused in single-consumer mode.
     lock: SpinLock,
+    /// Times a consumer took `lock` over from a dead holder (padding, as
+    /// the producer's).
+    takeovers: AtomicU32,
     /// Next valid entry. Written only by the consumer side (under `lock`, or
     /// by the single consumer); read locklessly by `is_empty` and `len`.
     head: AtomicUsize,
@@ -269,10 +282,12 @@ impl PtrRing {
             hdr.write(RingHeader {
                 producer: CachePadded::new(Producer {
                     lock: SpinLock::new(),
+                    takeovers: AtomicU32::new(0),
                     seq: AtomicUsize::new(0),
                 }),
                 consumer: CachePadded::new(Consumer {
                     lock: SpinLock::new(),
+                    takeovers: AtomicU32::new(0),
                     head: AtomicUsize::new(0),
                     tail: AtomicUsize::new(0),
                 }),

@@ -47,35 +47,38 @@ unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
     let found: u8;
     // SAFETY: octet `k` covers pointers `8k..8k + 8`, inside `objs` for
     // `k < octets`; unaligned reads of the caller's own pointer words.
-    // Registers 0-3 are declared clobbered by their low halves (the
-    // surrounding code is not compiled for AVX, so it keeps nothing in the
-    // upper halves, and every vector register is caller-saved in the SysV
-    // ABI); `vzeroupper` leaves no dirty upper state behind.
+    // Registers: the block writes `ymm0`-`ymm3`, and `vzeroupper` zeroes
+    // the upper halves of every vector register, so it declares the C
+    // ABI's caller-saved registers clobbered (every vector register in
+    // SysV, `zmm16`-`zmm31` and the mask registers included): code around
+    // it compiled for AVX (`-C target-cpu=native`, a caller with
+    // `#[target_feature(enable = "avx2")]` that inlines the ring) keeps
+    // nothing in them across the block. `clobber_abi` allows only explicit
+    // registers as operands: the pointer in `rdi`, the count in `rsi`, the
+    // result in `al`, all caller-saved. `vzeroupper` leaves no dirty upper
+    // state behind for the SSE code that follows.
     unsafe {
         core::arch::asm!(
             "vpxor ymm0, ymm0, ymm0",
             "vpxor ymm1, ymm1, ymm1",
-            "test {k}, {k}",
+            "test rsi, rsi",
             "jz 3f",
             "2:",
-            "vpcmpeqq ymm2, ymm0, [{s}]",
-            "vpcmpeqq ymm3, ymm0, [{s} + 32]",
+            "vpcmpeqq ymm2, ymm0, [rdi]",
+            "vpcmpeqq ymm3, ymm0, [rdi + 32]",
             "vpor ymm1, ymm1, ymm2",
             "vpor ymm1, ymm1, ymm3",
-            "add {s}, 64",
-            "dec {k}",
+            "add rdi, 64",
+            "dec rsi",
             "jnz 2b",
             "3:",
             "vptest ymm1, ymm1",
-            "setnz {f}",
+            "setnz al",
             "vzeroupper",
-            s = inout(reg) objs.as_ptr() => _,
-            k = inout(reg) octets => _,
-            f = out(reg_byte) found,
-            out("xmm0") _,
-            out("xmm1") _,
-            out("xmm2") _,
-            out("xmm3") _,
+            inout("rdi") objs.as_ptr() => _,
+            inout("rsi") octets => _,
+            out("al") found,
+            clobber_abi("C"),
             options(nostack, readonly),
         );
     }
@@ -432,6 +435,81 @@ mod tests {
                 assert!(any_null(&with), "null at {k} of {n}");
             }
         }
+    }
+
+    /// The AVX2 null scan leaves alone the vector values of code compiled
+    /// for AVX around it, which keeps them in whole `ymm` registers:
+    /// `vzeroupper` zeroes the upper halves of all sixteen, so the block
+    /// must declare them all (declaring `xmm0`-`xmm3` only, the compiler
+    /// kept these twelve values in `ymm4`-`ymm15` and lost their upper
+    /// halves).
+    #[cfg(ring_asm)]
+    #[test]
+    fn avx2_null_scan_keeps_the_callers_vector_registers() {
+        if !std::is_x86_feature_detected!("avx2") {
+            // Straight to stderr, past the test harness's capture.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIP: this CPU has no AVX2");
+            return;
+        }
+        let objs: [*mut c_void; 40] = core::array::from_fn(|i| (8 * i + 8) as *mut c_void);
+        // SAFETY: the CPU has AVX2 (checked above).
+        let (values, null) = unsafe { scan_between_vector_values(&objs) };
+        assert!(!null);
+        for (i, v) in values.iter().enumerate() {
+            let i = i as i64;
+            assert_eq!(
+                *v,
+                [4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4],
+                "value {i}"
+            );
+        }
+    }
+
+    /// Twelve 256-bit values in registers across [`any_null_avx2`] (empty
+    /// `asm!` blocks pin them there before and after it), then read back.
+    /// A whole number of octets, so that no scalar tail competes for the
+    /// registers.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[cfg(ring_asm)]
+    #[target_feature(enable = "avx2")]
+    unsafe fn scan_between_vector_values(objs: &[*mut c_void; 40]) -> ([[i64; 4]; 12], bool) {
+        use core::arch::x86_64::{__m256i, _mm256_set_epi64x, _mm256_storeu_si256};
+        let v: [__m256i; 12] = core::array::from_fn(|i| {
+            let i = i as i64;
+            _mm256_set_epi64x(4 * i + 4, 4 * i + 3, 4 * i + 2, 4 * i + 1)
+        });
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h, mut i, mut j, mut k, mut l] =
+            v;
+        // One block for all twelve, so that each is in a register at once.
+        macro_rules! pin {
+            () => {
+                // SAFETY: an empty block that only claims to change the
+                // twelve values.
+                unsafe {
+                    core::arch::asm!(
+                        "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
+                        inout(ymm_reg) a, inout(ymm_reg) b, inout(ymm_reg) c,
+                        inout(ymm_reg) d, inout(ymm_reg) e, inout(ymm_reg) f,
+                        inout(ymm_reg) g, inout(ymm_reg) h, inout(ymm_reg) i,
+                        inout(ymm_reg) j, inout(ymm_reg) k, inout(ymm_reg) l,
+                        options(nomem, nostack),
+                    )
+                }
+            };
+        }
+        pin!();
+        // SAFETY: the caller's guarantee.
+        let null = unsafe { any_null_avx2(objs) };
+        pin!();
+        let mut out = [[0i64; 4]; 12];
+        for (o, x) in out.iter_mut().zip([a, b, c, d, e, f, g, h, i, j, k, l]) {
+            // SAFETY: `o` is 32 writable bytes; unaligned store.
+            unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), x) };
+        }
+        (out, null)
     }
 
     /// Fills and clears of every length from every start, on both sides of

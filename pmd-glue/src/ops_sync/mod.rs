@@ -22,11 +22,21 @@
 //!
 //! With `--in-memory` or `--no-shconf` there is no multi-process channel and
 //! nothing to align. A primary without the handler cannot answer: a serving
-//! primary also leaves the file [`MARKER`] in its runtime directory, so a
-//! secondary that finds none (or one older than the primary's `mp_socket`,
-//! left by an earlier primary) does not ask, and keeps its own numbering
-//! (ptr_ring still last, so only ptr_ring's own index can differ); one that
-//! asks in vain waits [`REPLY_TIMEOUT_MS`] once.
+//! primary also leaves the file [`MARKER`] in its runtime directory (its pid
+//! and its index of ptr_ring), so a secondary that finds none (or one older
+//! than the primary's `mp_socket`, left by an earlier primary) does not ask,
+//! and keeps its own numbering (ptr_ring still last, so only ptr_ring's own
+//! index can differ).
+//!
+//! A secondary that finds the marker and then gets no answer in
+//! [`REPLY_TIMEOUT_MS`], or a malformed one, or one of another format
+//! version, cannot know the primary's numbering: the primary's ptr_ring
+//! pools could reach another handler here. It says so at ERR and refuses
+//! every ptr_ring pool instead: ptr_ring's entry becomes a stub that fails
+//! every call (`-EPROTO`), moved at bus scan to the primary's index of
+//! ptr_ring from the marker, and the C and Rust entry points refuse every
+//! pool too ([`refusal`]). The fast path pays nothing for it: no callback
+//! of ours is left in the table.
 //!
 //! One file per concern: `table` (the locked table and its renumberings),
 //! `primary` and `secondary` (the two sides of the handshake), `stubs`
@@ -40,6 +50,7 @@ mod table;
 
 use core::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use dpdk_sys as sys;
 
@@ -62,6 +73,16 @@ const VERSION: u8 = 1;
 const REPLY_HEADER: usize = 3;
 const MAX_OPS: usize = sys::RTE_MEMPOOL_MAX_OPS_IDX as usize;
 const PARAM_LEN: usize = sys::RTE_MP_MAX_PARAM_LEN as usize;
+
+/// Why this secondary refuses every ptr_ring pool (its handshake with a
+/// serving primary failed); unset everywhere else.
+static REFUSAL: OnceLock<String> = OnceLock::new();
+
+/// The handshake failure that makes this process refuse every ptr_ring
+/// pool, if there was one.
+pub fn refusal() -> Option<&'static str> {
+    REFUSAL.get().map(String::as_str)
+}
 
 /// Set when the scan hook has run: `rte_dev_probe` (hotplug) rescans the
 /// bus after init, and the table must not move once pools exist.

@@ -15,7 +15,14 @@ pub(super) fn serve() {
     // SAFETY: a static name and a valid callback.
     if unsafe { sys::rte_mp_action_register(ACTION.as_ptr(), Some(on_request)) } == 0 {
         let marker = marker_path();
-        match std::fs::write(&marker, format!("{}\n", std::process::id())) {
+        // Our index too: a secondary whose handshake fails puts its
+        // refusing entry there (`secondary::refuse_pools`).
+        let index = crate::ops::lookup_index().unwrap_or(-1);
+        #[cfg(feature = "test-hooks")]
+        if let Ok(mode) = std::env::var(TEST_REPLY) {
+            log!(Level::Warning, "test hook: {TEST_REPLY}={mode}");
+        }
+        match std::fs::write(&marker, format!("{} {index}\n", std::process::id())) {
             Ok(()) => log!(
                 Level::Debug,
                 "serving the ops table to secondary processes (IPC action {}, {})",
@@ -58,7 +65,12 @@ unsafe extern "C" fn on_request(msg: *const sys::rte_mp_msg, peer: *const c_void
             0
         };
         let names = Table::lock().names();
-        let mut reply = encode_reply(&names, start);
+        let reply = encode_reply(&names, start);
+        #[cfg(feature = "test-hooks")]
+        let Some(reply) = test_reply(reply) else {
+            return 0;
+        };
+        let mut reply = reply;
         // SAFETY: a valid message; `peer` is the requester's address as EAL
         // gave it.
         unsafe { sys::rte_mp_reply(&mut reply, peer.cast::<c_char>()) }
@@ -83,6 +95,26 @@ fn encode_reply(names: &[String], start: usize) -> sys::rte_mp_msg {
     }
     m.len_param = len as c_int;
     m
+}
+
+/// Test hook (feature `test-hooks`, built only by the multi-process
+/// checks): the variable that makes the primary answer the handshake
+/// wrongly.
+#[cfg(feature = "test-hooks")]
+const TEST_REPLY: &str = "PTR_RING_TEST_HANDSHAKE_REPLY";
+
+/// The reply as [`TEST_REPLY`] asks: `malformed` (shorter than its
+/// header), `version` (another format version), `silent` (none: the
+/// secondary times out, `None`); anything else leaves it as it is.
+#[cfg(feature = "test-hooks")]
+fn test_reply(mut m: sys::rte_mp_msg) -> Option<sys::rte_mp_msg> {
+    match std::env::var(TEST_REPLY).as_deref() {
+        Ok("malformed") => m.len_param = REPLY_HEADER as c_int - 1,
+        Ok("version") => m.param[0] = super::VERSION.wrapping_add(1),
+        Ok("silent") => return None,
+        _ => {}
+    }
+    Some(m)
 }
 
 #[cfg(test)]

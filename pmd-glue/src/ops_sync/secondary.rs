@@ -1,17 +1,19 @@
 //! The secondary's side of the ops-table handshake: ask the primary for its
 //! table's names ([`ask_primary`]), then renumber this process's table like
 //! it, or, too late for that, report where the two differ
-//! ([`align_with_primary`]).
+//! ([`align_with_primary`]); when a primary that serves its table does not
+//! answer as it should, refuse every ptr_ring pool ([`refuse_pools`]).
 
 use std::time::Instant;
 
 use dpdk_sys as sys;
 
-use super::table::{reorder_like, Table};
+use super::stubs::stub_ops;
+use super::table::{reorder_like, replace_ours, Table};
 use super::VERSION;
 use super::{marker_path, message, ACTION, MAX_OPS, PARAM_LEN, REPLY_HEADER, REPLY_TIMEOUT_MS};
-use crate::log;
 use crate::log::Level;
+use crate::{log, ops};
 
 /// Why the primary's table could not be read.
 enum AskError {
@@ -33,6 +35,13 @@ fn ask_primary() -> Result<Vec<String>, AskError> {
         let before = names.len();
         let total = read_page(&page, &mut names)?;
         if names.len() >= total {
+            if !names.iter().any(|n| n == ops::OPS_NAME) {
+                return Err(AskError::Other(format!(
+                    "malformed reply: the primary's table ({}) holds no {}",
+                    names.join(", "),
+                    ops::OPS_NAME
+                )));
+            }
             return Ok(names);
         }
         if names.len() == before {
@@ -78,9 +87,15 @@ fn request_page(start: usize) -> Result<sys::rte_mp_msg, AskError> {
 /// table length; returns that length.
 fn read_page(page: &sys::rte_mp_msg, names: &mut Vec<String>) -> Result<usize, AskError> {
     let len = (page.len_param.max(0) as usize).min(PARAM_LEN);
-    if len < REPLY_HEADER || page.param[0] != VERSION {
+    if len < REPLY_HEADER {
         return Err(AskError::Other(format!(
-            "the primary answers in another format (version {})",
+            "malformed reply: {len} bytes, shorter than its {REPLY_HEADER}-byte header"
+        )));
+    }
+    if page.param[0] != VERSION {
+        return Err(AskError::Other(format!(
+            "the primary answers in format version {}, this process in {VERSION} (another \
+             build of the handler)",
             page.param[0]
         )));
     }
@@ -132,7 +147,20 @@ pub(super) fn align_with_primary(reorder: bool) {
     let t0 = Instant::now();
     let primary = match ask_primary() {
         Ok(p) => p,
-        Err(e) => return log_ask_error(e),
+        Err(AskError::NoChannel) => {
+            return log!(
+                Level::Debug,
+                "no multi-process channel: no ops-table handshake"
+            )
+        }
+        Err(AskError::NoAnswer) => {
+            let why = format!(
+                "no answer to {} in {REPLY_TIMEOUT_MS} ms",
+                ACTION.to_string_lossy()
+            );
+            return refuse_pools(why, reorder);
+        }
+        Err(AskError::Other(why)) => return refuse_pools(why, reorder),
     };
     if reorder {
         renumber_like(&primary, t0);
@@ -141,27 +169,38 @@ pub(super) fn align_with_primary(reorder: bool) {
     }
 }
 
-/// Why this process keeps its own numbering.
-fn log_ask_error(e: AskError) {
-    match e {
-        AskError::NoChannel => log!(
-            Level::Debug,
-            "no multi-process channel: no ops-table handshake"
-        ),
-        AskError::NoAnswer => log!(
-            Level::Warning,
-            "the primary process did not answer {} in {REPLY_TIMEOUT_MS} ms: it does not \
-             load the ptr_ring handler (or one without this handshake); this process keeps \
-             its own ops-table numbering, with ptr_ring after every other handler. Pools \
-             created here on ptr_ring cannot be used by the primary",
-            ACTION.to_string_lossy()
-        ),
-        AskError::Other(why) => log!(
-            Level::Err,
-            "ops-table handshake with the primary failed: {why}; this process keeps its \
-             own numbering"
-        ),
-    }
+/// The primary serves its table (its marker says so), but the handshake
+/// failed for `cause`: this process cannot know the primary's numbering,
+/// and a pool of the primary's on ptr_ring could reach another handler
+/// here. So ptr_ring's entry becomes a stub that refuses every call, at
+/// the primary's index of ptr_ring (from its marker) when `reorder` allows
+/// moving it, and every other entry point refuses ptr_ring's pools
+/// ([`super::refusal`]).
+fn refuse_pools(cause: String, reorder: bool) {
+    let primary_index = if reorder { marker_index() } else { None };
+    let _ = super::REFUSAL.set(cause.clone());
+    let at = replace_ours(stub_ops(ops::OPS_NAME), primary_index);
+    log!(
+        Level::Err,
+        "ops-table handshake with the primary failed: {cause}, although the primary serves \
+         its table ({}): this process cannot know the primary's ops-table numbering, so \
+         ptr_ring refuses every pool here (its entry{} refuses every call) rather than let \
+         another handler take the primary's ptr_ring pools; run the primary's handler build \
+         in this process and restart it",
+        marker_path().display(),
+        match (at, primary_index) {
+            (Some(i), Some(p)) if i == p => format!(", at the primary's index {i},"),
+            (Some(i), _) => format!(", at index {i},"),
+            (None, _) => String::new(),
+        }
+    );
+}
+
+/// The primary's index of ptr_ring, from its marker (`<pid> <index>`).
+fn marker_index() -> Option<usize> {
+    let text = std::fs::read_to_string(marker_path()).ok()?;
+    let index = text.split_whitespace().nth(1)?.parse::<usize>().ok()?;
+    (index < MAX_OPS).then_some(index)
 }
 
 /// Too late to renumber (pools may exist): reports the indices at which

@@ -9,9 +9,10 @@ use dpdk_sys as sys;
 
 use super::table::Table;
 use super::MAX_OPS;
+use crate::error::GlueError;
 use crate::ffi::{self, pool_name};
-use crate::log;
 use crate::log::Level;
+use crate::{log, ops};
 
 /// One error line per stub index, then debug lines.
 static STUB_REPORTED: [AtomicBool; MAX_OPS] = [const { AtomicBool::new(false) }; MAX_OPS];
@@ -32,8 +33,12 @@ pub(super) fn stub_ops(name: &str) -> sys::rte_mempool_ops {
     o
 }
 
-/// Logs that `mp`'s handler is missing here; returns `-ENOTSUP`.
+/// Logs that `mp`'s handler is missing here; returns `-ENOTSUP`. The stub
+/// that stands for ptr_ring itself after a failed handshake
+/// (`secondary::refuse_pools`) names that failure instead and returns
+/// `-EPROTO`.
 fn refuse(mp: *const sys::rte_mempool, what: &str) -> c_int {
+    let mut errno = -libc::ENOTSUP;
     ffi::guard_void("a stub ops callback", || {
         // SAFETY: DPDK passes a live mempool whose ops index chose this stub.
         let i = unsafe { (*mp).ops_index };
@@ -47,13 +52,22 @@ fn refuse(mp: *const sys::rte_mempool, what: &str) -> c_int {
             .ok()
             .and_then(|i| STUB_REPORTED.get(i))
             .is_some_and(|r| !r.swap(true, Ordering::Relaxed));
+        let level = if first { Level::Err } else { Level::Debug };
+        if let (true, Some(cause)) = (handler == ops::OPS_NAME, super::refusal()) {
+            let e = GlueError::HandshakeFailed {
+                pool,
+                cause: cause.to_owned(),
+            };
+            errno = e.errno();
+            return log!(level, "{what} on pool {}: {e}", pool_name(mp));
+        }
         log!(
-            if first { Level::Err } else { Level::Debug },
+            level,
             "{what} on pool {pool}: its mempool handler \"{handler}\" (index {i} in the \
              primary) is not loaded in this process; load the primary's -d plugins here too"
         );
     });
-    -libc::ENOTSUP
+    errno
 }
 
 unsafe extern "C" fn stub_alloc(mp: *mut sys::rte_mempool) -> c_int {

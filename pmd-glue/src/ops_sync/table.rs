@@ -147,6 +147,46 @@ pub(super) fn reorder_like(primary: &[String]) -> (Vec<String>, Vec<String>, Vec
     (stubs, extra, dropped)
 }
 
+/// Name of the stubs that fill the indices up to the primary's ptr_ring
+/// in [`replace_ours`], whose handlers this process cannot know.
+const UNKNOWN: &str = "unknown";
+
+/// Replaces ptr_ring's entry by `entry`, moved to index `at` when given
+/// (the primary's index of ptr_ring; see [`moved_to`]). Returns where
+/// `entry` went; `None` without a ptr_ring entry.
+pub(super) fn replace_ours(entry: sys::rte_mempool_ops, at: Option<usize>) -> Option<usize> {
+    let mut t = Table::lock();
+    let ours = t.names().iter().position(|n| n == ops::OPS_NAME)?;
+    let cur: Vec<sys::rte_mempool_ops> = t.ops().to_vec();
+    let at = at.filter(|&a| a < MAX_OPS).unwrap_or(ours);
+    let new: Vec<sys::rte_mempool_ops> = moved_to(cur.len(), ours, at)
+        .into_iter()
+        .map(|from| match from {
+            Some(j) if j == ours => entry,
+            Some(j) => cur[j],
+            None => super::stubs::stub_ops(UNKNOWN),
+        })
+        .collect();
+    t.set(&new);
+    Some(at)
+}
+
+/// The table of `len` entries with entry `ours` moved to index `at`, as
+/// the old index of each new entry: the entry at `at` takes `ours`'s old
+/// index; indices the table lacks up to `at` (and `ours`'s old one, then)
+/// are `None`, for [`UNKNOWN`] stubs.
+fn moved_to(len: usize, ours: usize, at: usize) -> Vec<Option<usize>> {
+    let mut new: Vec<Option<usize>> = (0..len).map(Some).collect();
+    if at < len {
+        new.swap(at, ours);
+    } else {
+        new[ours] = None;
+        new.resize(at + 1, None);
+        new[at] = Some(ours);
+    }
+    new
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +233,17 @@ mod tests {
         assert_eq!(slots.len(), MAX_OPS);
         assert_eq!(slots[0], Slot::Mine(0));
         assert_eq!(dropped, ["mine_only"]);
+    }
+
+    #[test]
+    fn ours_moves_to_the_primarys_index() {
+        // Where the primary put it: nothing moves.
+        assert_eq!(moved_to(3, 2, 2), [Some(0), Some(1), Some(2)]);
+        // This process has more handlers: the one at the primary's index
+        // takes ours's old slot.
+        assert_eq!(moved_to(4, 3, 1), [Some(0), Some(3), Some(2), Some(1)]);
+        // Fewer: unknown stubs up to the primary's index.
+        assert_eq!(moved_to(2, 1, 3), [Some(0), None, None, Some(1)]);
     }
 
     #[test]

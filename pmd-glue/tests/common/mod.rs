@@ -245,3 +245,41 @@ pub fn role_args(prog: &str, proc_type: &str, prefix: &str) -> Vec<String> {
     .map(String::from)
     .to_vec()
 }
+
+/// Says that `check` (a test, or `test/part` for a part of one) did not
+/// run, and why: `test: SKIP <check>: <why>`, written to stderr past the
+/// test harness's capture (so `cargo test` shows it), and appended to the
+/// file `PTR_RING_SKIP_LOG` names, if any, from which `make test-dpdk`
+/// counts the skips (`scripts/test-dpdk.sh`, `TEST_DPDK_CARGO_SKIPS`). The
+/// harness reports a test that returns after this as passed: this line is
+/// what tells the two apart.
+pub fn skip(check: &str, why: &str) {
+    use std::io::Write;
+    let line = format!("test: SKIP {check}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(path) = std::env::var_os("PTR_RING_SKIP_LOG") {
+        let logged = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = logged {
+            panic!("skip log {}: {e}", Path::new(&path).display());
+        }
+    }
+}
+
+/// True, after saying so with [`skip`] for `check`, when EAL runs without
+/// hugepages: with --no-huge EAL has no shared memory, so no second process
+/// can share a pool.
+pub fn skip_without_hugepages(check: &str) -> bool {
+    let mem = eal_mem();
+    if mem.hugepages() {
+        return false;
+    }
+    skip(
+        check,
+        &format!("EAL mode is {} (no hugepages): no shared memory", mem.mode),
+    );
+    true
+}
