@@ -172,7 +172,8 @@ impl RingLayout {
     /// With `on`, every ring initialised from this layout is enqueued to by
     /// at most one thread at a time, each enqueue happening-before the next
     /// (DPDK's contract for `RING_F_SP_ENQ`). The ring's safe methods cannot
-    /// check it; two concurrent enqueuers lose objects.
+    /// check it; two concurrent enqueuers lose objects and race (undefined
+    /// behaviour: a dequeue's bulk copy reads slots with plain loads).
     #[must_use]
     pub const unsafe fn with_single_producer(mut self, on: bool) -> RingLayout {
         self.single_producer = on;
@@ -186,7 +187,8 @@ impl RingLayout {
     /// With `on`, every ring initialised from this layout is dequeued from by
     /// at most one thread at a time, each dequeue happening-before the next
     /// (DPDK's contract for `RING_F_SC_DEQ`); two concurrent dequeuers hand
-    /// the same object out twice.
+    /// the same object out twice and race (undefined behaviour: the bulk
+    /// copy reads slots with plain loads).
     #[must_use]
     pub const unsafe fn with_single_consumer(mut self, on: bool) -> RingLayout {
         self.single_consumer = on;

@@ -56,9 +56,9 @@
 //!   [`PtrRing::dequeue_burst`] together.
 //!
 //! Breaking it makes two enqueuers fill the same slots (objects lost) or two
-//! dequeuers take the same ones (objects delivered twice). The ring itself
-//! stays memory-safe (every shared word is atomic), but its users usually do
-//! not. [`PtrRing::is_empty`] and [`PtrRing::len`] are lockless in every mode
+//! dequeuers take the same ones (objects delivered twice), and it is
+//! undefined behaviour: the bulk copy-out reads slots with plain loads, which
+//! then race with the other side's stores. [`PtrRing::is_empty`] and [`PtrRing::len`] are lockless in every mode
 //! and may be called from any thread at any time.
 //!
 //! Since the ring's safe methods rely on the contract, a single-sided ring
