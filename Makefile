@@ -47,6 +47,7 @@ test-dpdk: build
 	$(CARGO) build --release -p pmd-glue --no-default-features --features test-hooks \
 		--target-dir target/other-build
 	bash scripts/test-multiprocess.sh
+	bash scripts/test-kill.sh
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
 	bash scripts/soak.sh 10

@@ -16,6 +16,8 @@
 //! * [`port`]: safe port shutdown, deferred release, device events, DMA mapper;
 //! * [`api`], [`capi`]: safe Rust API and the C API of
 //!   `include/rte_mempool_ptr_ring.h`;
+//! * `owner`: this process's owner id for the pools' shared locks, and the
+//!   log line of a takeover from a dead process;
 //! * `ffi`: the panic guard every function called from C runs in.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
@@ -27,6 +29,7 @@ pub(crate) mod ffi;
 pub mod log;
 pub mod ops;
 pub mod ops_sync;
+pub(crate) mod owner;
 pub mod pool_config;
 pub mod port;
 pub mod settings;
@@ -115,6 +118,9 @@ fn version_mismatch(running: &str) -> Option<String> {
 /// Registers the ops (if no copy of the handler did), then the telemetry
 /// commands; logs what happened. True when this copy's ops are in the table.
 pub(crate) fn register_ops() -> bool {
+    // The owner id every lock of a shared pool holds (once EAL made its
+    // runtime directory: at the bus scan at the latest).
+    owner::install();
     let s = settings::get();
     match ops::register() {
         Ok(ops::Registration::Added(idx)) => {

@@ -91,6 +91,22 @@ pub fn pool_stats(name: &CStr) -> Option<Vec<(&'static str, StatValue)>> {
         ("release", U64(counts.release().into())),
         ("handler_cache_size", U64(s.cache_size as u64)),
         ("ring_mode", Str(z.core.ring().mode_name().to_string())),
+        // Ring locks taken over from a process that died holding them, by
+        // any process; and whether a failed repair left a side refusing.
+        (
+            "lock_takeovers",
+            U64({
+                let (p, c) = z.core.ring().takeovers();
+                u64::from(p) + u64::from(c)
+            }),
+        ),
+        (
+            "ring_poisoned",
+            U64({
+                let (p, c) = z.core.ring().poisoned();
+                u64::from(p || c)
+            }),
+        ),
         ("iova_chunks", U64(s.chunks as u64)),
         ("dma_devices", U64(s.devices as u64)),
         ("dma_maps", U64(s.dma_maps)),
