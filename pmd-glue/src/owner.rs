@@ -6,7 +6,7 @@
 //! runtime directory, which every process of one DPDK instance shares
 //! (DPDK's multi-process support needs it): see there for why.
 
-use core::ffi::{c_void, CStr};
+use core::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use dpdk_sys as sys;
@@ -55,32 +55,26 @@ pub(crate) fn install() {
 
 /// The pool whose zone holds address `at`, by name.
 fn pool_holding(at: usize) -> Option<String> {
-    struct Find {
-        at: usize,
-        name: Option<String>,
-    }
-    unsafe extern "C" fn visit(mp: *mut sys::rte_mempool, arg: *mut c_void) {
-        // SAFETY: `arg` is the `Find` passed below, alive for the walk.
-        let f = unsafe { &mut *arg.cast::<Find>() };
-        // SAFETY: the walk gives live mempools.
-        if f.name.is_some() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
+    let mut name = None;
+    // Not rte_mempool_walk: it can read a list entry a concurrent free has
+    // freed (see `mempool_list::lookup`).
+    sys::mempool_list::walk(|mp| {
+        // SAFETY: a listed mempool, alive while the walk holds the lock.
+        if name.is_some() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
             return;
         }
-        // SAFETY: a live mempool on our ops.
+        // SAFETY: as above, on our ops.
         let Ok(z) = (unsafe { zone::ours(mp) }) else {
             return;
         };
         let base = z.header as *const zone::ZoneHeader as usize;
         let end = base + core::mem::size_of::<zone::ZoneHeader>() + z.header.core_bytes as usize;
-        if (base..end).contains(&f.at) {
-            // SAFETY: a live mempool.
-            f.name = Some(zone::cstr_field(unsafe { &(*mp).name }));
+        if (base..end).contains(&at) {
+            // SAFETY: as above; the name is NUL-terminated.
+            name = Some(zone::cstr_field(unsafe { &(*mp).name }));
         }
-    }
-    let mut f = Find { at, name: None };
-    // SAFETY: `visit` only reads the pools; `f` outlives the walk.
-    unsafe { sys::rte_mempool_walk(Some(visit), (&mut f as *mut Find).cast()) };
-    f.name
+    });
+    name
 }
 
 /// The takeover hook: one WARNING (an ERROR when the pool is now poisoned).
