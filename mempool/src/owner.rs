@@ -120,25 +120,30 @@ pub struct Takeover {
     pub repair: Repair,
 }
 
+impl core::fmt::Display for Repair {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Repair::Nothing => write!(f, "nothing to repair"),
+            Repair::Producer { unfilled } => write!(
+                f,
+                "{unfilled} slots it claimed but never filled given back (objects it was \
+                 putting, lost with it)"
+            ),
+            Repair::Consumer { cleared } => {
+                write!(f, "{cleared} consumed slots it left full were cleared")
+            }
+            Repair::Impossible(why) => write!(f, "cannot repair ({why}): poisoned"),
+        }
+    }
+}
+
 impl core::fmt::Display for Takeover {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "process of owner id {} died holding the {}",
-            self.dead, self.lock
-        )?;
-        match self.repair {
-            Repair::Nothing => write!(f, "; nothing to repair"),
-            Repair::Producer { unfilled } => write!(
-                f,
-                "; {unfilled} slots it claimed but never filled given back (objects it was \
-                 putting, lost with it)"
-            ),
-            Repair::Consumer { cleared } => {
-                write!(f, "; {cleared} consumed slots it left full were cleared")
-            }
-            Repair::Impossible(why) => write!(f, "; cannot repair ({why}): poisoned"),
-        }
+            "process of owner id {} died holding the {}; {}",
+            self.dead, self.lock, self.repair
+        )
     }
 }
 
@@ -232,6 +237,12 @@ pub(crate) fn report(t: &Takeover) {
     hook(t);
 }
 
+/// The PID the process of owner id `id` recorded in the installed lease's
+/// file (see [`Lease::pid_of`]); `None` without one.
+pub fn pid_of(id: u32) -> Option<u32> {
+    LEASE.get()?.pid_of(id)
+}
+
 /// Locks this process took over from dead holders.
 pub fn takeovers() -> u64 {
     // Relaxed: a statistic.
@@ -242,9 +253,10 @@ pub fn takeovers() -> u64 {
 /// every process that shares the directory (the handler uses DPDK's runtime
 /// directory, which DPDK's multi-process support needs shared anyway).
 ///
-/// * **The id**: each process appends one byte to the file with
-///   `O_APPEND`, which the kernel serialises, and takes the file's length
-///   after its own byte, plus one, as its id (so never
+/// * **The id**: each process appends one record (its PID, as it sees
+///   itself, and a newline: for reports only) to the file with `O_APPEND`,
+///   which the kernel serialises, and takes the file's length after its own
+///   record, plus one, as its id (so never
 ///   [`OwnerId::ANONYMOUS`]). Ids are therefore unique for the file's
 ///   life and never reused (a PID is, after the process dies; a PID also
 ///   differs between namespaces).
@@ -288,9 +300,10 @@ impl Lease {
             .read(true)
             .mode(0o666)
             .open(&path)?;
-        // One byte, appended atomically: the file's length after it, seen
-        // through our own descriptor's offset, is ours alone.
-        held.write_all(b"\n")?;
+        // One record, appended atomically (one write of a few bytes): the
+        // file's length after it, seen through our own descriptor's offset,
+        // is ours alone. The record is our PID as we see it, for reports.
+        held.write_all(format!("{}\n", std::process::id()).as_bytes())?;
         // SAFETY: a valid descriptor; SEEK_CUR with 0 only reads the offset.
         let end = unsafe { libc::lseek(held.as_raw_fd(), 0, libc::SEEK_CUR) };
         // Plus one: lease ids start at 2, never ANONYMOUS.
@@ -332,6 +345,29 @@ impl Lease {
             Ok(_) => Liveness::Alive,
             Err(_) => Liveness::Unknown,
         }
+    }
+
+    /// The PID the process of owner id `id` recorded (as it saw itself:
+    /// in its own PID namespace), if this file holds its record.
+    pub fn pid_of(&self, id: u32) -> Option<u32> {
+        use std::os::unix::fs::FileExt;
+        // The record ends at `id - 1` with a newline; a PID has at most 10
+        // digits, so the record starts after the previous newline (or the
+        // file's start) within the 12 bytes before its end.
+        let end = u64::from(id.checked_sub(1)?);
+        let start = end.saturating_sub(12);
+        let mut buf = [0u8; 12];
+        let buf = &mut buf[..usize::try_from(end - start).ok()?];
+        self.probe.read_exact_at(buf, start).ok()?;
+        let (last, body) = buf.split_last()?;
+        if *last != b'\n' {
+            return None;
+        }
+        let from = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if from == 0 && start > 0 {
+            return None;
+        }
+        std::str::from_utf8(&body[from..]).ok()?.parse().ok()
     }
 
     /// Draws a lease in `dir` and makes it the process's: its id becomes
@@ -387,6 +423,12 @@ mod tests {
         let c = Lease::acquire(&dir).unwrap();
         assert!(c.id().get() > b_id);
         assert_eq!(a.liveness_of(b_id), Liveness::Dead);
+        // Every record names the process that drew it.
+        for id in [a.id(), c.id()] {
+            assert_eq!(a.pid_of(id.get()), Some(std::process::id()));
+        }
+        assert_eq!(c.pid_of(b_id), Some(std::process::id()));
+        assert_eq!(c.pid_of(b_id + 1), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -90,5 +90,14 @@ fn report(t: &Takeover) {
     } else {
         ""
     };
-    log!(level, "pool {pool}: {t}{tail}");
+    let pid = owner::pid_of(t.dead).map_or(String::new(), |p| {
+        format!(" (pid {p} in its PID namespace)")
+    });
+    log!(
+        level,
+        "pool {pool}: process of owner id {}{pid} died holding the {}; {}{tail}",
+        t.dead,
+        t.lock,
+        t.repair
+    );
 }

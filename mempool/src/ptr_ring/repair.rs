@@ -113,7 +113,12 @@ impl PtrRing {
     #[inline(always)]
     fn side_lock<'a>(&'a self, lock: &'a SpinLock, side: Side) -> Result<SpinGuard<'a>, Poisoned> {
         let me = owner::process_owner();
-        while !lock.try_take(me) {
+        // The uncontended CAS first, on its own: what the contended loop
+        // below needs in registers is then computed only on its way in.
+        if lock.try_take(me) {
+            return Ok(lock.guard());
+        }
+        loop {
             let mut spins = 0u32;
             loop {
                 let held = lock.holder();
@@ -131,8 +136,10 @@ impl PtrRing {
                 }
                 spin_hint();
             }
+            if lock.try_take(me) {
+                return Ok(lock.guard());
+            }
         }
-        Ok(lock.guard())
     }
 
     /// [`ring_lock_cold`] for this ring's `side`, through the
