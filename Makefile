@@ -28,7 +28,7 @@ test: build test-core test-dpdk
 test-core: build
 	$(CARGO) test --release -p mempool
 	RUSTFLAGS="-C target-cpu=native" $(CARGO) test --release -p mempool --target-dir target/native \
-		--lib --test ptr_ring --test stress_asm
+		--lib --test stress_asm
 	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
 		--test loom_ptr_ring --test loom_ring_room --test loom_pool --test loom_takeover
 	CARGO=$(CARGO) bash mempool/scripts/miri.sh
@@ -39,15 +39,22 @@ test-core: build
 # soak, install and the Debian package. Cargo tests that skip themselves
 # (`test: SKIP`, logged to build/cargo-skips.log) are reported and counted
 # by scripts/test-dpdk.sh, as skipped or failed by its rules.
+#
+# In a release root (DPDK_ROOT_SUITE set by scripts/dpdk-root.sh) the checks
+# that do not depend on the DPDK release are left out, as they ran on the
+# host: the bench's report tests, the kill test of the core's lock takeover
+# and the valgrind soak of the release protocol.
+ROOT_EXCLUDE = $(if $(DPDK_ROOT_SUITE),--exclude bench)
 test-dpdk: build
 	rm -f build/cargo-skips.log
-	PTR_RING_SKIP_LOG=$(CURDIR)/build/cargo-skips.log $(CARGO) test --release --workspace --exclude mempool
+	PTR_RING_SKIP_LOG=$(CURDIR)/build/cargo-skips.log $(CARGO) test --release --workspace \
+		--exclude mempool $(ROOT_EXCLUDE)
 	TEST_DPDK_SKIP_CARGO=1 TEST_DPDK_CARGO_SKIPS=build/cargo-skips.log bash scripts/test-dpdk.sh
 	bash scripts/test-pmds.sh
 	$(CARGO) build --release -p pmd-glue --no-default-features --features test-hooks \
 		--target-dir target/other-build
 	bash scripts/test-multiprocess.sh
-	bash scripts/test-kill.sh
+	$(if $(DPDK_ROOT_SUITE),@echo "test-kill: left out in the $(DPDK_ROOT_SUITE) root (ran on the host)",bash scripts/test-kill.sh)
 	./target/release/port_shutdown
 	./target/release/port_shutdown --cache 256
 	bash scripts/soak.sh 10

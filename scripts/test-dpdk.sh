@@ -428,7 +428,11 @@ wanted testpmd && check_testpmd mbcache_0 --mbcache=0
 wanted l2fwd && check_l2fwd
 wanted telemetry && check_telemetry
 if [[ ${TEST_DPDK_SKIP_CARGO:-0} != 1 ]] && wanted cargo; then check_cargo; fi
-wanted valgrind && check_release_soak_valgrind
+if [[ -n ${DPDK_ROOT_SUITE:-} ]]; then
+    echo "test-dpdk: valgrind_release_soak left out in the $DPDK_ROOT_SUITE root (DPDK-release independent; runs on the host)"
+elif wanted valgrind; then
+    check_release_soak_valgrind
+fi
 if [[ ${TEST_DPDK_SKIP_CARGO:-0} == 1 && -n ${TEST_DPDK_CARGO_SKIPS:-} ]]; then
     earlier_cargo_skips "$TEST_DPDK_CARGO_SKIPS"
 fi
