@@ -359,7 +359,59 @@ impl<'a> Chunks<'a> {
     /// Holds registrations off (the table lock) while the final release
     /// decides, so a registration is either counted or refused.
     pub(crate) fn hold_registrations(&self) -> crate::sync::SpinGuard<'a> {
-        self.hdr.lock.lock_as(crate::owner::LockKind::ChunkTable)
+        self.lock_table()
+    }
+
+    /// The table lock; taken over from a dead holder, the table is repaired
+    /// first ([`repair_order`](Self::repair_order)).
+    fn lock_table(&self) -> crate::sync::SpinGuard<'a> {
+        let hdr = self.hdr;
+        let this = *self;
+        match hdr
+            .lock
+            .lock_repairing(crate::owner::LockKind::ChunkTable, move || {
+                this.repair_order()
+            }) {
+            Ok(g) => g,
+            // `repair_order` never poisons, and nothing else shares the lock.
+            Err(_) => unreachable!("the chunk table lock was poisoned"),
+        }
+    }
+
+    /// After a registration died inside [`publish`](Self::publish) (the
+    /// caller took the lock over): its record is published or not
+    /// (`count`), but the order array may be half shifted, `sorted` behind
+    /// `count`, `seq` odd (every lockless lookup spinning) or `registered`
+    /// behind the record. Rebuilds the order array from the published
+    /// records, brackets it with `seq` as `publish` does, and sets
+    /// `sorted` and `registered` from the records.
+    fn repair_order(&self) -> crate::owner::Repair {
+        // Relaxed: written only under the lock we hold.
+        let n = self.count.load(Ordering::Relaxed);
+        let s = self.seq.load(Ordering::Relaxed);
+        let sorted = self.sorted.load(Ordering::Relaxed);
+        let registered = n.checked_sub(1).map_or(0, |last| {
+            let e = self.entry(last);
+            e.first_index + e.count
+        });
+        if s & 1 == 0 && sorted == n && self.registered.load(Ordering::Relaxed) == registered {
+            return crate::owner::Repair::Nothing;
+        }
+        let odd = s | 1;
+        // Relaxed: as in `publish`; the order stores below are Release.
+        self.seq.store(odd, Ordering::Relaxed);
+        let mut ids: Vec<u32> = (0..n as u32).collect();
+        ids.sort_by_key(|&i| self.entry(i as usize).va_start);
+        for (pos, &id) in ids.iter().enumerate() {
+            // Release: as the order stores in `publish`.
+            self.order(pos).store(id, Ordering::Release);
+        }
+        // Release: as in `publish`.
+        self.sorted.store(n, Ordering::Release);
+        self.registered.store(registered, Ordering::Release);
+        // Release pairs with the Acquire opening load in `find`.
+        self.seq.store(odd.wrapping_add(1), Ordering::Release);
+        crate::owner::Repair::ChunkTable { records: n }
     }
 
     /// Writes the order slots (atomics must be created with `new` for loom).
@@ -470,7 +522,7 @@ impl<'a> Chunks<'a> {
         state_ok: impl FnOnce() -> Result<(), PoolError>,
     ) -> Result<u32, PoolError> {
         specs.iter().try_for_each(ChunkSpec::check_shape)?;
-        let _guard = self.lock.lock_as(crate::owner::LockKind::ChunkTable);
+        let _guard = self.lock_table();
         // Under the lock the final release holds while it reads inflight:
         // either the release counts these objects, or this call sees it.
         state_ok()?;
@@ -580,7 +632,7 @@ impl<'a> Chunks<'a> {
     /// registration), and nothing uses a record or object index found
     /// before it.
     pub(crate) unsafe fn forget_all(&self) {
-        let _guard = self.lock.lock();
+        let _guard = self.lock_table();
         // Relaxed: `seq` is only written under the lock; odd while the
         // table changes, as in `publish`.
         let s = self.seq.load(Ordering::Relaxed);
@@ -643,5 +695,77 @@ impl<'a> Chunks<'a> {
             }
             spin_hint();
         }
+    }
+}
+
+/// The chunk table's takeover: a registration emulated dead inside
+/// `publish` (its id in the lock word, the table as it left it).
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::owner::{self, Liveness};
+    use crate::{HeapPool, PoolConfig};
+
+    /// The id the ring's takeover tests call dead too (one liveness check
+    /// serves the whole test binary).
+    const DEAD: u32 = 0xdead_0001;
+
+    fn spec(i: usize) -> ChunkSpec {
+        let base = 0x10_0000 + i * 0x1000;
+        ChunkSpec {
+            va: VirtRange::new(VirtAddr(base), 0x1000),
+            iova: Some(Iova(0x9000_0000 + base as u64)),
+            first: VirtAddr(base),
+            stride: 0x100,
+            count: 16,
+        }
+    }
+
+    #[test]
+    fn a_registration_dead_inside_publish_leaves_the_table_repaired() {
+        owner::set_liveness(|id| {
+            if id == DEAD {
+                Liveness::Dead
+            } else {
+                Liveness::Alive
+            }
+        });
+        let pool = HeapPool::new(&PoolConfig::new(64)).expect("pool");
+        let t = pool.table();
+        // Registered in descending addresses, so each insert shifts the order.
+        for i in [3, 1] {
+            t.insert(&spec(i), 64, || Ok(())).expect("insert");
+        }
+        // A registration of chunk 2 took the lock, wrote and published its
+        // record, made `seq` odd and died before it sorted the record in.
+        assert!(t.lock.try_take(DEAD));
+        let n = t.count.load(Ordering::Relaxed);
+        let s2 = spec(2);
+        let rec = ChunkEntry {
+            va_start: s2.va.start.0,
+            va_len: s2.va.len,
+            iova: Iova::to_raw(s2.iova),
+            first: s2.first.0,
+            stride: s2.stride,
+            count: s2.count,
+            first_index: 32,
+        };
+        // SAFETY: slot `n` is unpublished and this thread holds the lock
+        // (in the dead holder's name).
+        unsafe { t.entry_ptr(n).write(rec) };
+        t.count.store(n + 1, Ordering::Release);
+        let s = t.seq.load(Ordering::Relaxed);
+        t.seq.store(s + 1, Ordering::Relaxed);
+        // The next registration takes the lock over and repairs the table.
+        t.insert(&spec(0), 64, || Ok(()))
+            .expect("insert after the takeover");
+        assert_eq!(t.seq.load(Ordering::Relaxed) & 1, 0, "seq even again");
+        assert_eq!(t.registered(), 64);
+        for i in 0..4 {
+            let a = VirtAddr(0x10_0000 + i * 0x1000 + 8);
+            let c = t.find(a).unwrap_or_else(|| panic!("chunk {i} not found"));
+            assert_eq!(c.va.start.0, 0x10_0000 + i * 0x1000);
+        }
+        assert!(t.find(VirtAddr(0x10_0000 + 4 * 0x1000)).is_none());
     }
 }

@@ -102,6 +102,13 @@ pub enum Repair {
         /// Consumed slots the taker cleared.
         cleared: usize,
     },
+    /// A registration died inside the chunk table's publish: the order
+    /// array was rebuilt from the published records and the sequence
+    /// counter made even again, so lookups stop spinning.
+    ChunkTable {
+        /// Published records the order array now holds.
+        records: usize,
+    },
     /// The structure is not in any state a dead holder can leave: the lock
     /// is poisoned and the structure refuses every operation.
     Impossible(&'static str),
@@ -132,6 +139,10 @@ impl core::fmt::Display for Repair {
             Repair::Consumer { cleared } => {
                 write!(f, "{cleared} consumed slots it left full were cleared")
             }
+            Repair::ChunkTable { records } => write!(
+                f,
+                "the chunk table's lookup order was rebuilt from its {records} published records"
+            ),
             Repair::Impossible(why) => write!(f, "cannot repair ({why}): poisoned"),
         }
     }

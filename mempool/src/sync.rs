@@ -222,7 +222,7 @@ impl SpinLock {
     }
 
     /// The lock word itself, for tests that emulate a holder.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn owner_word(&self) -> &AtomicU32 {
         &self.owner
     }

@@ -183,7 +183,7 @@ impl PoolCore {
 
     /// The chunk table, reaching its records and order array.
     #[inline(always)]
-    pub(super) fn table(&self) -> Chunks<'_> {
+    pub(crate) fn table(&self) -> Chunks<'_> {
         // SAFETY: initialised by `init`; `part` has the block's provenance.
         unsafe { Chunks::new(self.part(&*self.table_hdr)) }
     }

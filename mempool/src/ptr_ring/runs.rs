@@ -273,6 +273,9 @@ pub(super) const PREFETCH_FOR_CLEAR_MIN: usize = 64;
 /// off x86-64 or on a CPU without `prefetchw` (CPUID `PRFCHW`).
 #[inline(always)]
 pub(super) fn prefetch_for_clear(run: &[AtomicUsize]) {
+    // (Without the asm there is nothing to do with the run.)
+    #[cfg(not(ring_asm))]
+    let _ = run;
     #[cfg(ring_asm)]
     if !run.is_empty() && has_prefetchw() {
         let first = run.as_ptr() as usize & !63;
