@@ -67,6 +67,8 @@ pub enum LockKind {
     RingConsumer,
     /// The chunk (IOVA) table's lock.
     ChunkTable,
+    /// The shutdown's driver token (drain, orphan, poll).
+    ShutdownDriver,
     /// A lock the report names only by address.
     Other,
 }
@@ -77,6 +79,7 @@ impl core::fmt::Display for LockKind {
             LockKind::RingProducer => "ring producer lock",
             LockKind::RingConsumer => "ring consumer lock",
             LockKind::ChunkTable => "chunk table lock",
+            LockKind::ShutdownDriver => "shutdown driver token",
             LockKind::Other => "lock",
         })
     }

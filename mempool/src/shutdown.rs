@@ -160,7 +160,8 @@ pub(crate) struct Shutdown {
     next_warn: AtomicU64,
     waits: AtomicU64,
     warnings: AtomicU64,
-    /// The driver token: 0 free, 1 held by the driver call in progress.
+    /// The driver token: 0 free, else the owner id of the process whose
+    /// driver call is in progress.
     /// The call that releases the pool never gives it back, so no driver
     /// call gets past it once the memory may be freed.
     driver: AtomicU32,
@@ -191,15 +192,62 @@ impl Shutdown {
         }
     }
 
-    /// Takes the driver token; `false` if another driver call holds it (or
-    /// the pool was released).
+    /// Takes the driver token, holding this process's owner id in it;
+    /// `false` if another driver call holds it (or the pool was released).
+    /// A token whose holder died inside a driver call is taken over (see
+    /// [`take_over_driver`](Self::take_over_driver)).
     #[inline]
     pub(crate) fn claim_driver(&self) -> bool {
+        let me = crate::owner::process_owner();
         // Acquire pairs with the Release store in `release_driver`: the
         // previous driver's writes (cache limits, clock) are visible.
-        self.driver
-            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        match self
+            .driver
+            .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => true,
+            Err(held) => self.take_over_driver(held, me),
+        }
+    }
+
+    /// The token held by `held`: taken over when that owner is dead and the
+    /// pool not released (the releasing call keeps the token for good). The
+    /// dead driver's steps are each a CAS or a complete store, or under
+    /// locks of their own (taken over and repaired apart), so the next
+    /// driver call can run as usual: a drain closes what is still open, a
+    /// poll releases when nothing is out.
+    #[cold]
+    #[inline(never)]
+    fn take_over_driver(&self, held: u32, me: u32) -> bool {
+        if held == me
+            || self.state() == PoolState::Released
+            || crate::owner::liveness(held) != crate::owner::Liveness::Dead
+        {
+            return false;
+        }
+        // Acquire: as in `claim_driver`. Ids never repeat, so a word still
+        // reading `held` is the dead driver's; losing the CAS means another
+        // caller took it over first.
+        if self
+            .driver
+            .compare_exchange(held, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        crate::owner::report(&crate::owner::Takeover {
+            lock: crate::owner::LockKind::ShutdownDriver,
+            at: &self.driver as *const AtomicU32 as usize,
+            dead: held,
+            repair: crate::owner::Repair::Nothing,
+        });
+        true
+    }
+
+    /// The driver token's word (tests: emulating a dead driver).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn driver_word(&self) -> &AtomicU32 {
+        &self.driver
     }
 
     /// Gives the driver token back (never after a release).

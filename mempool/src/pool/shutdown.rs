@@ -284,3 +284,42 @@ impl PoolCore {
         self.shutdown.retry_period()
     }
 }
+
+/// The driver token's takeover, with a dead holder emulated by its id in
+/// the token.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::owner::{self, Liveness};
+    use crate::sync::Ordering;
+    use crate::{HeapPool, NoDma, PollOutcome, PoolConfig, PoolState};
+
+    /// The id the other takeover tests call dead too (one liveness check
+    /// serves the whole test binary); every other id lives.
+    const DEAD: u32 = 0xdead_0001;
+    const ALIVE: u32 = 0xdead_0002;
+
+    #[test]
+    fn a_dead_drivers_token_is_taken_over_and_a_live_ones_waited_for() {
+        owner::set_liveness(|id| {
+            if id == DEAD {
+                Liveness::Dead
+            } else {
+                Liveness::Alive
+            }
+        });
+        let pool = HeapPool::new(&PoolConfig::new(64)).expect("pool");
+        let token = pool.shutdown.driver_word();
+        // A live driver call in progress (another process): Busy.
+        token.store(ALIVE, Ordering::Relaxed);
+        assert_eq!(pool.begin_drain(0, &mut NoDma), Ok(PollOutcome::Busy));
+        assert_eq!(pool.state(), PoolState::Active);
+        // Its process died inside the call: the next driver call takes the
+        // token over and runs (nothing is out, so it releases).
+        token.store(DEAD, Ordering::Relaxed);
+        let out = pool.begin_drain(0, &mut NoDma).expect("drain");
+        assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+        assert_eq!(pool.state(), PoolState::Released);
+        // The releasing call keeps the token: nothing gets past it.
+        assert_eq!(pool.poll(1, &mut NoDma), PollOutcome::AlreadyReleased);
+    }
+}
