@@ -26,9 +26,9 @@
 //! * Explicit: `cache_size <= ⌊objects / 1.5⌋` (DPDK's own rule for its
 //!   mempool cache) and `cache_size <= 512` (`RTE_MEMPOOL_CACHE_MAX_SIZE`).
 
+use crate::chunk_table;
 use crate::dma;
 use crate::error::PoolError;
-use crate::iova;
 use crate::lcore_cache;
 use crate::ptr_ring::{RingLayout, MAX_CAPACITY};
 use crate::shutdown::{DEFAULT_RETRY_PERIOD_NS, DEFAULT_WARN_PERIOD_NS};
@@ -223,11 +223,11 @@ impl PoolConfig {
         let lcore_stride = lcore_cache::stride(cache_size);
         let caches_offset = (ring_offset + ring.bytes()).next_multiple_of(lcore_cache::CACHE_ALIGN);
         let chunks_offset = (caches_offset + lcore_stride * self.max_lcores as usize)
-            .next_multiple_of(iova::ENTRY_ALIGN);
+            .next_multiple_of(chunk_table::ENTRY_ALIGN);
         let order_offset =
-            (chunks_offset + iova::entries_bytes(self.max_chunks)).next_multiple_of(8);
-        let devices_offset =
-            (order_offset + iova::order_bytes(self.max_chunks)).next_multiple_of(dma::SLOT_ALIGN);
+            (chunks_offset + chunk_table::entries_bytes(self.max_chunks)).next_multiple_of(8);
+        let devices_offset = (order_offset + chunk_table::order_bytes(self.max_chunks))
+            .next_multiple_of(dma::SLOT_ALIGN);
         let bitmap_offset =
             (devices_offset + dma::slots_bytes(self.max_devices)).next_multiple_of(8);
         let bitmap_words = validation::bitmap_words(self.objects, self.validate);

@@ -16,8 +16,9 @@
 
 use core::fmt;
 
+use crate::chunk_table::Chunks;
 use crate::error::PoolError;
-use crate::iova::{ChunkId, ChunkInfo, Chunks};
+use crate::iova::{ChunkId, ChunkInfo};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, SpinLock};
 
 /// A device the pool's memory is mapped for. Opaque to the core: the glue

@@ -10,7 +10,8 @@
 //! * [`pool`]: [`PoolCore`], the pool in that block (and [`HeapPool`]).
 //! * [`lcore_cache`]: the per-lcore caches in front of the ring.
 //! * [`inflight`]: hold/release accounting.
-//! * [`iova`]: address newtypes and the chunk (IOVA) table.
+//! * [`iova`]: address newtypes and the chunks a pool is populated from;
+//!   `chunk_table`: the shared IOVA table that records them.
 //! * [`dma`]: once-per-device DMA mapping bookkeeping.
 //! * [`shutdown`]: the Active → Draining → Released state machine.
 //! * [`validation`]: the optional foreign-pointer / double-free checks.
@@ -20,6 +21,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
+pub(crate) mod chunk_table;
 pub mod config;
 #[cfg(any(loom, feature = "crash-points"))]
 pub mod crash;

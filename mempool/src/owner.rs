@@ -207,6 +207,24 @@ static LIVENESS: AtomicUsize = AtomicUsize::new(0);
 static REPORT: AtomicUsize = AtomicUsize::new(0);
 static TAKEOVERS: AtomicU64 = AtomicU64::new(0);
 
+/// The owner id the crate's takeover tests emulate as dead: one liveness
+/// check serves the whole test binary, whose tests run in parallel.
+#[cfg(all(test, not(loom)))]
+pub(crate) const TEST_DEAD: u32 = 0xdead_0001;
+
+/// Installs the tests' liveness check: [`TEST_DEAD`] is dead, every other
+/// id lives.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn set_test_liveness() {
+    set_liveness(|id| {
+        if id == TEST_DEAD {
+            Liveness::Dead
+        } else {
+            Liveness::Alive
+        }
+    });
+}
+
 /// Sets the process-wide liveness check waiters ask about a holder.
 pub fn set_liveness(check: fn(u32) -> Liveness) {
     // Release pairs with the Acquire load in `liveness`.

@@ -7,11 +7,11 @@ use core::ptr::NonNull;
 use crossbeam_utils::CachePadded;
 
 use super::{BuildId, Header, PoolCore, HEADER_BYTES, POOL_MAGIC, RING_OFFSET};
+use crate::chunk_table::{ChunkTable, Chunks};
 use crate::config::PoolLayout;
 use crate::dma::{Dma, DmaTable};
 use crate::error::PoolError;
 use crate::inflight::SharedCounters;
-use crate::iova::{ChunkTable, Chunks};
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::PtrRing;
 use crate::shutdown::Shutdown;

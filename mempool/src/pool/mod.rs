@@ -69,10 +69,10 @@ use core::cell::UnsafeCell;
 
 use crossbeam_utils::CachePadded;
 
+use crate::chunk_table::ChunkTable;
 use crate::config::PoolLayout;
 use crate::dma::DmaTable;
 use crate::inflight::SharedCounters;
-use crate::iova::ChunkTable;
 use crate::shutdown::Shutdown;
 use crate::sync::AtomicU64;
 use crate::validation::Validator;

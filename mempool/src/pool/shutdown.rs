@@ -289,24 +289,16 @@ impl PoolCore {
 /// the token.
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::owner::{self, Liveness};
+    use crate::owner::{self, TEST_DEAD as DEAD};
     use crate::sync::Ordering;
     use crate::{HeapPool, NoDma, PollOutcome, PoolConfig, PoolState};
 
-    /// The id the other takeover tests call dead too (one liveness check
-    /// serves the whole test binary); every other id lives.
-    const DEAD: u32 = 0xdead_0001;
+    /// An id the tests' liveness check calls alive.
     const ALIVE: u32 = 0xdead_0002;
 
     #[test]
     fn a_dead_drivers_token_is_taken_over_and_a_live_ones_waited_for() {
-        owner::set_liveness(|id| {
-            if id == DEAD {
-                Liveness::Dead
-            } else {
-                Liveness::Alive
-            }
-        });
+        owner::set_test_liveness();
         let pool = HeapPool::new(&PoolConfig::new(64)).expect("pool");
         let token = pool.shutdown.driver_word();
         // A live driver call in progress (another process): Busy.

@@ -352,23 +352,16 @@ mod tests {
     use std::sync::atomic::AtomicUsize as StdCounter;
 
     use super::*;
-    use crate::owner::{Liveness, Takeover};
+    use crate::owner::{Takeover, TEST_DEAD as DEAD};
     use crate::{HeapRing, RingLayout};
 
-    /// Ids these tests' liveness check calls dead; every other id lives.
-    const DEAD: u32 = 0xdead_0001;
+    /// An id the tests' liveness check calls alive.
     const ALIVE: u32 = 0xdead_0002;
 
     static REPORTED: StdCounter = StdCounter::new(0);
 
     fn setup() {
-        owner::set_liveness(|id| {
-            if id == DEAD {
-                Liveness::Dead
-            } else {
-                Liveness::Alive
-            }
-        });
+        owner::set_test_liveness();
         owner::set_report(|t: &Takeover| {
             assert_eq!(t.dead, DEAD);
             REPORTED.fetch_add(1, Ordering::Relaxed);
