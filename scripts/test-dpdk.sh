@@ -368,7 +368,7 @@ for line in sys.stdin:
     echo "test-dpdk: test executables built [$took]"
     local t exe log out rc errs
     for t in eal_exhaustion eal_validation eal_two_lcores eal_multiprocess eal_iova_recycle \
-        eal_shutdown eal_release eal_dma eal_populate; do
+        eal_shutdown eal_release eal_release_mp eal_dma eal_populate; do
         exe=$(awk -v t="$t" '$1 == t { print $2 }' <<<"$list")
         log=$logs/cargo-$t.log
         if [[ -z $exe || ! -x $exe ]]; then

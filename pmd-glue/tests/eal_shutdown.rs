@@ -22,6 +22,7 @@ use std::ffi::{c_void, CString};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
+use common::release_hook::lookup;
 use common::*;
 use dpdk_sys as sys;
 use rte_mempool_ptr_ring::api::MbufPool;
@@ -39,12 +40,6 @@ fn setup() -> MutexGuard<'static, ()> {
     let guard = TURN.lock().unwrap_or_else(|e| e.into_inner());
     EAL.call_once(|| init_eal(&eal_args("eal_shutdown", "0")));
     guard
-}
-
-fn lookup(name: &str) -> *mut sys::rte_mempool {
-    let c = CString::new(name).expect("name");
-    // SAFETY: a valid name; null when absent.
-    unsafe { sys::rte_mempool_lookup(c.as_ptr()) }
 }
 
 /// Waits until the pool `name` is gone (freed by its deferred release).

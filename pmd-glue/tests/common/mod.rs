@@ -20,6 +20,7 @@ use rte_mempool_ptr_ring::api::{self, MbufPool};
 /// that the example and the ring benchmark share.
 #[path = "../../../scripts/eal_mem.rs"]
 mod eal_mem_file;
+pub mod release_hook;
 pub use eal_mem_file::eal_mem;
 
 /// The repository root.
