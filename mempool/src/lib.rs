@@ -5,6 +5,13 @@
 //! pointers inside the structures. `pmd-glue` only translates DPDK's
 //! `rte_mempool_ops` calls onto these types.
 //!
+//! The general idea: a pool's objects sit in a ring whose slots are the
+//! signal ([`ptr_ring`]). A slot holds null when free and an object's
+//! address when full, so producers and consumers share no head/tail index:
+//! each side keeps its own. Optional per-lcore caches, hold/release
+//! accounting, an IOVA table and a shutdown state machine sit around it;
+//! `DESIGN.md` at the repository root draws the layers.
+//!
 //! * [`ptr_ring`]: the batched, slot-signalled ring that replaces `rte_ring`.
 //! * [`config`]: [`PoolConfig`] and the pure layout of the pool's one block.
 //! * [`pool`]: [`PoolCore`], the pool in that block (and [`HeapPool`]).
