@@ -146,6 +146,60 @@ fn callers_without_a_slot_take_the_shared_counters_and_validation_none() {
 }
 
 #[test]
+fn callers_without_a_slot_take_bulks_through_the_shared_path() {
+    let pool = populated_pool(cfg(0), 0);
+    let mut out = [null_mut(); 8];
+    // A bulk from a caller without a slot: `try_get_direct` leaves it, and
+    // says why (no slot), so the caller takes the shared path.
+    // SAFETY: one thread.
+    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out) });
+    assert!(!pool.has_direct_slot(u32::MAX, false));
+    assert!(!pool.has_direct_slot(4, true), "past max_lcores");
+    assert!(pool.has_direct_slot(3, false) && pool.has_direct_slot(3, true));
+    assert!(pool.try_get_shared(&mut out));
+    assert_eq!(pool.inflight(), 8);
+    assert_eq!(pool.ring().len(), 56);
+    // All or nothing: more than the ring holds takes nothing.
+    let mut too_many = vec![null_mut(); 57];
+    assert!(!pool.try_get_shared(&mut too_many));
+    assert_eq!(pool.ring().len(), 56);
+    // A null object refuses the whole bulk.
+    let mut bad = out;
+    bad[5] = null_mut();
+    assert!(!pool.try_put_shared(&bad));
+    assert_eq!(pool.inflight(), 8);
+    assert!(pool.try_put_shared(&out));
+    assert_eq!(pool.inflight(), 0);
+    let s = pool.stats();
+    if s.accounting {
+        // Counted on the shared counters, as `get` and `put` count them.
+        assert_eq!(s.hold, 8, "{s:?}");
+        assert_eq!(s.release, 64 + 8, "{s:?}");
+    }
+    assert_conserved(&pool);
+    assert_exactly_once(&pool);
+    // Once the pool drains no slot remains and the shared path refuses
+    // gets too: `get` decides.
+    assert!(pool.try_get_shared(&mut out[..2]));
+    let mut m = CountingMapper::default();
+    pool.begin_drain(0, &mut m).unwrap();
+    assert!(!pool.has_direct_slot(0, false));
+    assert!(!pool.try_get_shared(&mut out[2..4]));
+    // Puts are still taken while draining.
+    assert!(pool.try_put_shared(&out[..2]));
+    assert_eq!(pool.inflight(), 0);
+    let validating = populated_pool(
+        PoolConfig {
+            validate: true,
+            ..cfg(0)
+        },
+        0,
+    );
+    assert!(!validating.try_get_shared(&mut out));
+    assert_eq!(validating.inflight(), 0);
+}
+
+#[test]
 fn cache_on_fast_path_is_unchanged() {
     let pool = populated_pool(cfg(8), 0);
     let mut out = [null_mut(); 1];
@@ -162,6 +216,49 @@ fn cache_on_fast_path_is_unchanged() {
     // SAFETY: one thread.
     unsafe { pool.put(3, &out) }.unwrap();
     assert_eq!(pool.inflight(), 0);
+}
+
+#[test]
+fn cache_on_bulk_fast_path_takes_any_size_that_fits() {
+    // Populated through the ring (no lcore id): every cache starts empty.
+    let pool = populated_pool(cfg(32), u32::MAX);
+    let mut big = [null_mut(); 20];
+    // SAFETY: one thread. Lcore 1's cache is empty: the bulk fast path
+    // does not refill either.
+    assert!(!unsafe { pool.try_get_cached_bulk(1, &mut big) });
+    // SAFETY: one thread; the slow path refills the cache.
+    unsafe { pool.get(1, &mut big) }.unwrap();
+    let before = pool.cache_len(1);
+    // SAFETY: one thread. Above 8 objects (the inline copy's limit) the
+    // bulk fast path still takes a put that fits under the limit...
+    assert!(!unsafe { pool.try_put_cached(1, &big) });
+    assert!(unsafe { pool.try_put_cached_bulk(1, &big) });
+    assert_eq!(pool.cache_len(1), before + 20);
+    // ...and refuses one that does not, changing nothing.
+    // SAFETY: one thread.
+    assert!(unsafe { pool.try_get_cached_bulk(1, &mut big) });
+    let mut more = vec![null_mut(); 33];
+    // SAFETY: one thread.
+    unsafe { pool.get(1, &mut more) }.unwrap();
+    let len = pool.cache_len(1);
+    // SAFETY: one thread.
+    assert!(
+        !unsafe { pool.try_put_cached_bulk(1, &more) },
+        "above the limit"
+    );
+    assert_eq!(pool.cache_len(1), len);
+    assert_eq!(pool.inflight(), 53);
+    // SAFETY: one thread.
+    unsafe { pool.put(1, &more) }.unwrap();
+    // SAFETY: one thread.
+    unsafe { pool.put(1, &big) }.unwrap();
+    assert_eq!(pool.inflight(), 0);
+    assert_conserved(&pool);
+    assert_exactly_once(&pool);
+    // A cache-off pool never serves the cached paths.
+    let direct = populated_pool(cfg(0), 0);
+    // SAFETY: one thread.
+    assert!(!unsafe { direct.try_get_cached_bulk(0, &mut big) });
 }
 
 #[test]

@@ -19,6 +19,18 @@ impl PoolCore {
         unsafe { self.cache_below(lcore, self.hdr.fast_lcores) }
     }
 
+    /// Whether `lcore` has a slot on the cache-off get path (`put`: the put
+    /// path) now: `false` for a caller without one, in validation mode and
+    /// once the pool is past the state that path serves. A caller that saw
+    /// [`try_get_direct`](PoolCore::try_get_direct) fail for a bulk uses it
+    /// to choose between [`try_get_shared`](PoolCore::try_get_shared) and
+    /// `get`.
+    #[inline(always)]
+    pub fn has_direct_slot(&self, lcore: u32, put: bool) -> bool {
+        self.direct_slot(lcore, if put { PUT_BOUND } else { GET_BOUND })
+            .is_some()
+    }
+
     /// The counters' slot of `lcore` for the cache-off fast paths, `None`
     /// past the bound `which` of `Shutdown::direct_bound`: a caller
     /// without a slot, validation mode, and a pool past the state that path
@@ -84,6 +96,22 @@ impl PoolCore {
         }
     }
 
+    /// [`try_get_cached`](PoolCore::try_get_cached) for any bulk size: the
+    /// copy is a `memcpy` call above 8 objects, so a caller inlines this in
+    /// an entry point of its own (one with a stack frame) for the bulks
+    /// above 8, and `try_get_cached` in the frameless one.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    #[inline(always)]
+    pub unsafe fn try_get_cached_bulk(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_get(out) },
+            _ => false,
+        }
+    }
+
     /// With the handler cache off: takes `out.len()` objects straight from
     /// the ring (validation off), counted on the lcore's own line, with no
     /// shared write beyond the ring's. Returns `false`, having changed
@@ -101,7 +129,7 @@ impl PoolCore {
     #[inline(always)]
     pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
         let Some(c) = self.direct_slot(lcore, GET_BOUND) else {
-            return out.len() == 1 && self.get_one_shared(out);
+            return out.len() == 1 && self.try_get_shared(out);
         };
         let ring = self.ring();
         if out.len() == 1 {
@@ -133,6 +161,20 @@ impl PoolCore {
         }
     }
 
+    /// [`try_put_cached`](PoolCore::try_put_cached) for any bulk size (see
+    /// [`try_get_cached_bulk`](PoolCore::try_get_cached_bulk)).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_cached_bulk(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_put(objs) },
+            _ => false,
+        }
+    }
+
     /// With the handler cache off: puts `objs` straight into the ring
     /// (validation off), counted on the lcore's own line. Returns `false`,
     /// having changed nothing, where
@@ -149,7 +191,7 @@ impl PoolCore {
     #[inline(always)]
     pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
         let Some(c) = self.direct_slot(lcore, PUT_BOUND) else {
-            return objs.len() == 1 && self.put_one_shared(objs[0]);
+            return objs.len() == 1 && self.try_put_shared(objs);
         };
         let ring = self.ring();
         let ok = if objs.len() == 1 {
@@ -166,39 +208,56 @@ impl PoolCore {
         true
     }
 
-    /// [`try_get_direct`](PoolCore::try_get_direct) of one object for a
-    /// caller without a cache slot (a non-EAL thread, an lcore id past
-    /// `max_lcores`): what `get` does for it (the ring, the shared hold
-    /// counter), without the checked entry. `false`, having changed
-    /// nothing, in validation mode and wherever `get` must decide. Single
-    /// objects only: a bulk here would add a call site of the ring's bulk
-    /// dequeue, and the compiler then stops inlining it into the lcore path
-    /// (measured: 30 instructions more per bulk of 32).
+    /// [`try_get_direct`](PoolCore::try_get_direct) for a caller without a
+    /// cache slot (a non-EAL thread, an lcore id past `max_lcores`): what
+    /// `get` does for it (the ring, the shared hold counter), without the
+    /// checked entry. `false`, having changed nothing, in validation mode
+    /// and wherever `get` must decide. Correct for any caller, but meant
+    /// for those without a slot (see [`has_direct_slot`](PoolCore::has_direct_slot)):
+    /// `try_get_direct` serves single objects for them itself, a caller
+    /// inlines this for their bulks into a function of its own. It uses
+    /// the ring's always-inlined bulk operations: with a second call site
+    /// of the plain ones the compiler would stop inlining them into the
+    /// lcore path (measured: 30 instructions more per bulk of 32), and
+    /// making those always inlined costs the lcore path the `memcpy` the
+    /// compiler makes of their copy loop (6 instructions more per bulk of
+    /// 32).
     #[inline(always)]
-    fn get_one_shared(&self, out: &mut [*mut c_void]) -> bool {
+    pub fn try_get_shared(&self, out: &mut [*mut c_void]) -> bool {
         if self.hdr.validate || !self.shutdown.state().serves_gets() {
             return false;
         }
-        let Some(obj) = self.ring().dequeue_one() else {
+        let ring = self.ring();
+        if out.len() == 1 {
+            let Some(obj) = ring.dequeue_one() else {
+                return false;
+            };
+            out[0] = obj;
+        } else if ring.dequeue_bulk_inline(out).is_err() {
             return false;
-        };
-        out[0] = obj;
-        inflight::shared_add(&self.any.hold, 1);
+        }
+        inflight::shared_add(&self.any.hold, out.len());
         true
     }
 
-    /// [`try_put_direct`](PoolCore::try_put_direct) of one object for a
-    /// caller without a cache slot, as [`get_one_shared`](PoolCore::get_one_shared).
+    /// [`try_put_direct`](PoolCore::try_put_direct) for a caller without a
+    /// cache slot, as [`try_get_shared`](PoolCore::try_get_shared).
     #[inline(always)]
-    fn put_one_shared(&self, obj: *mut c_void) -> bool {
+    pub fn try_put_shared(&self, objs: &[*mut c_void]) -> bool {
         if self.hdr.validate || !self.shutdown.state().takes_puts() {
             return false;
         }
-        if self.ring().enqueue_one(obj).is_err() {
+        let ring = self.ring();
+        let ok = if objs.len() == 1 {
+            ring.enqueue_one(objs[0]).is_ok()
+        } else {
+            ring.enqueue_bulk_inline(objs).is_ok()
+        };
+        if !ok {
             return false;
         }
         // The last touch of the pool (see `try_put_direct`).
-        inflight::shared_add(&self.any.release, 1);
+        inflight::shared_add(&self.any.release, objs.len());
         true
     }
 }

@@ -49,6 +49,15 @@ impl PtrRing {
     /// ```
     #[inline]
     pub fn dequeue_bulk(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
+        self.dequeue_bulk_inline(out)
+    }
+
+    /// [`dequeue_bulk`](PtrRing::dequeue_bulk), always inlined: for a second call site in
+    /// one function's reach (a caller inlining both an lcore and a
+    /// shared path), where the compiler would otherwise call both out of
+    /// line.
+    #[inline(always)]
+    pub(crate) fn dequeue_bulk_inline(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
         let n = out.len();
         if n == 0 {
             return Ok(());

@@ -51,6 +51,15 @@ impl PtrRing {
     /// ```
     #[inline]
     pub fn enqueue_bulk(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
+        self.enqueue_bulk_inline(objs)
+    }
+
+    /// [`enqueue_bulk`](PtrRing::enqueue_bulk), always inlined: for a second call site in
+    /// one function's reach (a caller inlining both an lcore and a
+    /// shared path), where the compiler would otherwise call both out of
+    /// line.
+    #[inline(always)]
+    pub(crate) fn enqueue_bulk_inline(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
         let n = objs.len();
         if n == 1 {
             return self.enqueue_one(objs[0]);

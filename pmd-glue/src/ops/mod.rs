@@ -59,9 +59,10 @@ unsafe extern "C" fn free(mp: *mut sys::rte_mempool) {
 }
 
 /// `ops->enqueue`. Inlined here, with no call and no stack frame: the
-/// cache fast path (up to 8 objects onto the calling lcore's own cache,
-/// `PoolCore::try_put_cached`). With the handler cache off, a tail call to
-/// the direct path (single objects apart, so that each is a leaf function).
+/// handler cache's single-object fast path (`PoolCore::try_put_cached`,
+/// the length a constant). Every other fast path is a tail call: a bulk
+/// with the cache on to [`enqueue_cached_bulk`], the cache off to the
+/// direct path (single objects apart, so that each is a leaf function).
 /// Everything else goes through [`enqueue_slow`].
 ///
 /// With the handler cache on, the trailing-failure hint is cleared before
@@ -86,19 +87,47 @@ unsafe extern "C" fn enqueue(
                 match (z.core.is_direct(), n) {
                     (true, 1) => return enqueue_one_direct(mp, objs, z.core, lcore),
                     (true, _) => return enqueue_direct(mp, objs, n, z.core, lcore),
-                    (false, _) => {
+                    // One object: the length a constant, so the copy is
+                    // one move and the length update one add.
+                    (false, 1) => {
                         z.header.clear_trailing_failures();
-                        let objs = core::slice::from_raw_parts(objs, n as usize);
-                        if z.core.try_put_cached(lcore, objs) {
+                        if z.core
+                            .try_put_cached(lcore, core::slice::from_raw_parts(objs, 1))
+                        {
                             return 0;
                         }
                     }
+                    (false, _) => return enqueue_cached_bulk(mp, objs, n, z.header, z.core, lcore),
                 }
             }
         }
         // SAFETY: forwarded DPDK arguments.
         unsafe { enqueue_slow(mp, objs, n) }
     })
+}
+
+/// `enqueue` of a bulk with the handler cache on: onto the lcore's cache
+/// (inline copies up to 8 objects, a `memcpy` above; a tail call from
+/// `enqueue`, whose single-object path so needs no stack frame), else
+/// [`enqueue_slow`].
+#[inline(never)]
+unsafe fn enqueue_cached_bulk(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    header: &zone::ZoneHeader,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // Cleared before the put, as in `enqueue`.
+    header.clear_trailing_failures();
+    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
+    // caller's own (as in `enqueue`).
+    if unsafe { core.try_put_cached_bulk(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
 }
 
 /// `enqueue` with the handler cache off: straight to the ring (a tail call
@@ -140,6 +169,28 @@ unsafe fn put_direct(
     // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
     // caller's own (as in `enqueue`).
     if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
+        return 0;
+    }
+    if n > 1 && !core.has_direct_slot(lcore, true) {
+        // SAFETY: forwarded DPDK arguments.
+        return unsafe { enqueue_shared(mp, objs, n, core) };
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// A bulk [`put_direct`] did not take from a caller without a slot (a
+/// non-EAL thread): the ring, counted on the shared release counter, in a
+/// function of its own so that the lcore path keeps its registers.
+#[inline(never)]
+unsafe fn enqueue_shared(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+) -> c_int {
+    // SAFETY: DPDK passes `n` valid object pointers.
+    if core.try_put_shared(unsafe { core::slice::from_raw_parts(objs, n as usize) }) {
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.
@@ -202,19 +253,43 @@ unsafe extern "C" fn dequeue(
                 match (z.core.is_direct(), n) {
                     (true, 1) => return dequeue_one_direct(mp, objs, z.core, lcore),
                     (true, _) => return dequeue_direct(mp, objs, n, z.core, lcore),
-                    (false, _) => {
-                        let out = core::slice::from_raw_parts_mut(objs, n as usize);
-                        if z.core.try_get_cached(lcore, out) {
+                    (false, 1) => {
+                        if z.core
+                            .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, 1))
+                        {
                             z.header.clear_trailing_failures();
                             return 0;
                         }
                     }
+                    (false, _) => return dequeue_cached_bulk(mp, objs, n, z.header, z.core, lcore),
                 }
             }
         }
         // SAFETY: forwarded DPDK arguments.
         unsafe { dequeue_slow(mp, objs, n) }
     })
+}
+
+/// `dequeue` of a bulk with the handler cache on (see
+/// [`enqueue_cached_bulk`]).
+#[inline(never)]
+unsafe fn dequeue_cached_bulk(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    header: &zone::ZoneHeader,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
+    // `enqueue`.
+    if unsafe { core.try_get_cached_bulk(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) }
+    {
+        header.clear_trailing_failures();
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
 }
 
 /// `dequeue` with the handler cache off (see [`enqueue_direct`]).
@@ -256,6 +331,27 @@ unsafe fn get_direct(
     if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
         // No `clear_trailing_failures`: the get moved the ring, which ends
         // a run of failures (see `ZoneHeader::count_get_failure`).
+        return 0;
+    }
+    if n > 1 && !core.has_direct_slot(lcore, false) {
+        // SAFETY: forwarded DPDK arguments.
+        return unsafe { dequeue_shared(mp, objs, n, core) };
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// A bulk [`get_direct`] did not serve for a caller without a slot (see
+/// [`enqueue_shared`]).
+#[inline(never)]
+unsafe fn dequeue_shared(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers.
+    if core.try_get_shared(unsafe { core::slice::from_raw_parts_mut(objs, n as usize) }) {
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.
