@@ -61,11 +61,15 @@ pub fn rows() -> Vec<MempoolKey> {
             v.push(row(DpdkCache, Burst, lcores, 32, kept));
         }
     }
-    // (c) ptr_ring's own cache against DPDK's cache of the same size.
-    for bulk in [1, 32] {
-        v.push(row(OwnCache, Recycle, 1, bulk, 0));
+    // (c) ptr_ring's own cache against DPDK's cache of the same size: each
+    // get put back at once, and a FIFO of 32 kept objects.
+    for lcores in [1, 2] {
+        for kept in [0, 32] {
+            for bulk in [1, 32] {
+                v.push(row(OwnCache, Recycle, lcores, bulk, kept));
+            }
+        }
     }
-    v.push(row(OwnCache, Recycle, 2, 32, 0));
     // (d) refill/flush-sized bulks, no cache.
     for bulk in [128, 512] {
         v.push(row(BigBulk, Recycle, 1, bulk, 0));

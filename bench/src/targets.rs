@@ -80,8 +80,9 @@ pub fn mempool(key: &MempoolKey) -> Option<Target> {
         (Group::NoCache, 2, Handoff, 32) => 1.2,
         (Group::DpdkCache, _, Recycle | Burst, _) if key.kept == 1024 => 1.0,
         (Group::DpdkCache, 2, Handoff, _) if key.kept == 1024 => 1.1,
-        (Group::OwnCache, _, _, 32) => 0.9,
-        (Group::OwnCache, _, _, 1) => 0.7,
+        (Group::OwnCache, _, _, 32) => 1.0,
+        (Group::OwnCache, _, _, 1) => 0.9,
+        (Group::NonEal, 1, Recycle, 1 | 32) => 1.0,
         _ => return None,
     };
     Some(Target { min_ratio })
@@ -109,7 +110,7 @@ mod tests {
                 assert!(mempool(&k).is_none());
             }
         }
-        assert_eq!(rows().iter().filter(|k| mempool(k).is_some()).count(), 15);
+        assert_eq!(rows().iter().filter(|k| mempool(k).is_some()).count(), 22);
     }
 
     #[test]
