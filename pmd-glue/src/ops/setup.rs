@@ -1,7 +1,7 @@
 //! Pool creation: the configuration a pool gets (`alloc`) and the IOVA
 //! table records of each chunk DPDK hands it (`populate`).
 
-use core::ffi::c_void;
+use core::ffi::{c_int, c_uint, c_void};
 
 use dpdk_sys as sys;
 use mempool::{ChunkSpec, Iova, PoolConfig, VirtAddr, VirtRange};
@@ -249,4 +249,48 @@ fn object_runs(
         off += total;
     }
     runs
+}
+
+/// Records the object runs of a chunk in the IOVA table and maps the chunk
+/// for the devices attached to the pool, then lets DPDK's helper lay out
+/// (and enqueue) the objects. Never writes object memory.
+pub(super) unsafe fn populate(
+    mp: *mut sys::rte_mempool,
+    max_objs: c_uint,
+    vaddr: *mut c_void,
+    iova: sys::rte_iova_t,
+    len: usize,
+    obj_cb: sys::rte_mempool_populate_obj_cb_t,
+    obj_cb_arg: *mut c_void,
+) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    let recorded = unsafe { zone::attach(mp) }.and_then(|z| {
+        // SAFETY: DPDK populates a pool nobody uses yet.
+        unsafe { forget_freed_chunks(mp, &z) }?;
+        let recorded = record_chunk(mp, &z, max_objs as usize, vaddr, iova, len)?;
+        crate::port::map_new_chunks(mp, &z);
+        Ok(recorded)
+    });
+    let (expected, runs) = match recorded {
+        Ok(r) => r,
+        Err(e) => return super::report(mp, "populate", &e),
+    };
+    // SAFETY: forwarding DPDK's own arguments to DPDK's helper.
+    let n = unsafe {
+        sys::rte_mempool_op_populate_helper(mp, 0, max_objs, vaddr, iova, len, obj_cb, obj_cb_arg)
+    };
+    if n >= 0 && n as usize != expected {
+        log!(
+            Level::Err,
+            "populate on pool {}: DPDK laid out {n} objects, IOVA table expected {expected}",
+            pool_name(mp)
+        );
+    }
+    log!(
+        Level::Debug,
+        "pool {}: chunk va {:#x} iova {iova:#x} len {len}: {n} objects in {runs} runs",
+        pool_name(mp),
+        vaddr as usize
+    );
+    n
 }

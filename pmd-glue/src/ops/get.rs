@@ -1,0 +1,174 @@
+//! The get side of the callbacks: `ops->dequeue` from its inlined fast
+//! path down to the checked entry, mirroring `put.rs` (see the route table
+//! in `ops/mod.rs`).
+
+use core::ffi::{c_int, c_uint, c_void};
+
+use dpdk_sys as sys;
+use mempool::{PoolCore, PoolError};
+
+use super::report;
+use crate::error::{pool_errno, GlueError};
+use crate::ffi::pool_name;
+use crate::log::Level;
+use crate::{log, zone};
+
+/// `ops->dequeue`; fast paths as in `put::enqueue`.
+#[inline(always)]
+pub(super) unsafe fn dequeue(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    if let Some(z) = unsafe { zone::attach_fast(mp) } {
+        let lcore = sys::lcore_id();
+        // SAFETY: forwarded DPDK arguments, room for `n` object
+        // pointers at `objs`; the lcore id as in `enqueue`.
+        unsafe {
+            match (z.core.is_direct(), n) {
+                (true, 1) => return dequeue_one_direct(mp, objs, z.core, lcore),
+                (true, _) => return dequeue_direct(mp, objs, n, z.core, lcore),
+                (false, 1) => {
+                    if z.core
+                        .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, 1))
+                    {
+                        z.header.clear_trailing_failures();
+                        return 0;
+                    }
+                }
+                (false, _) => return dequeue_cached_bulk(mp, objs, n, z.header, z.core, lcore),
+            }
+        }
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// `dequeue` of a bulk with the handler cache on (see
+/// `put::enqueue_cached_bulk`).
+#[inline(never)]
+unsafe fn dequeue_cached_bulk(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    header: &zone::ZoneHeader,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
+    // `put::enqueue`.
+    if unsafe { core.try_get_cached_bulk(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) }
+    {
+        header.clear_trailing_failures();
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// `dequeue` with the handler cache off (see `put::enqueue_direct`).
+#[inline(never)]
+unsafe fn dequeue_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: forwarded from `dequeue`.
+    unsafe { get_direct(mp, objs, n, core, lcore) }
+}
+
+/// [`dequeue_direct`] of one object (see `put::enqueue_one_direct`).
+#[inline(never)]
+unsafe fn dequeue_one_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: forwarded from `dequeue`, which asks for one object.
+    unsafe { get_direct(mp, objs, 1, core, lcore) }
+}
+
+/// The body of [`dequeue_direct`] and [`dequeue_one_direct`].
+#[inline(always)]
+unsafe fn get_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
+    // `put::enqueue`.
+    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
+        // No `clear_trailing_failures`: the get moved the ring, which ends
+        // a run of failures (see `ZoneHeader::count_get_failure`).
+        return 0;
+    }
+    if n > 1 && !core.has_direct_slot(lcore, false) {
+        // SAFETY: forwarded DPDK arguments.
+        return unsafe { dequeue_shared(mp, objs, n, core) };
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// A bulk [`get_direct`] did not serve for a caller without a slot (see
+/// `put::enqueue_shared`).
+#[inline(never)]
+unsafe fn dequeue_shared(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers.
+    if core.try_get_shared(unsafe { core::slice::from_raw_parts_mut(objs, n as usize) }) {
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// Every dequeue the fast paths did not serve: with the handler cache on,
+/// more than 8 objects, a refill or a caller without an lcore id; with it
+/// off, a draining pool or too few objects; validation mode; a pool that is
+/// not ours.
+#[inline(never)]
+unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    let z = match unsafe { zone::attach(mp) } {
+        Ok(z) => z,
+        Err(e) => return report(mp, "dequeue", &e),
+    };
+    // SAFETY: DPDK passes room for `n` object pointers.
+    let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
+    // SAFETY: as in `put::enqueue`.
+    match unsafe { z.core.get(sys::lcore_id(), out) } {
+        Ok(()) => {
+            z.header.clear_trailing_failures();
+            0
+        }
+        Err(e) => get_failed(mp, &z, e),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_int {
+    if let PoolError::NotActive { .. } = e {
+        // A drained pool being freed: the library's take-back loop asks for
+        // objects the state machine no longer hands out.
+        log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
+        pool_errno(&e)
+    } else if let PoolError::Exhausted { .. } = e {
+        z.header.count_get_failure(z.core.ring().totals());
+        log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
+        pool_errno(&e)
+    } else {
+        report(mp, "dequeue", &GlueError::Core(e))
+    }
+}

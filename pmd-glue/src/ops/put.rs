@@ -1,0 +1,192 @@
+//! The put side of the callbacks: `ops->enqueue` from its inlined fast
+//! path down to the checked entry, in the order a put tries them (see the
+//! route table in `ops/mod.rs`).
+
+use core::ffi::{c_int, c_uint, c_void};
+
+use dpdk_sys as sys;
+use mempool::{PoolCore, PoolError};
+
+use super::{report, setup};
+use crate::error::GlueError;
+use crate::ffi::pool_name;
+use crate::log::Level;
+use crate::{log, zone};
+
+/// `ops->enqueue`: inlined into the callback, with no call and no stack frame: the
+/// handler cache's single-object fast path (`PoolCore::try_put_cached`,
+/// the length a constant). Every other fast path is a tail call: a bulk
+/// with the cache on to [`enqueue_cached_bulk`], the cache off to the
+/// direct path (single objects apart, so that each is a leaf function).
+/// Everything else goes through [`enqueue_slow`].
+///
+/// With the handler cache on, the trailing-failure hint is cleared before
+/// the put: once the last buffer is back a deferred release may free the
+/// zone, so the put must be our last touch of it. With it off, the hint is
+/// left alone: a put moves the ring, which ends a run of failures by itself
+/// (`ZoneHeader::count_get_failure`).
+#[inline(always)]
+pub(super) unsafe fn enqueue(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    if let Some(z) = unsafe { zone::attach_fast(mp) } {
+        // The caller's own lcore id: DPDK's one thread per lcore rule
+        // makes it the owner of that lcore's cache and counters.
+        let lcore = sys::lcore_id();
+        // SAFETY: forwarded DPDK arguments, `n` valid object pointers
+        // at `objs`; the lcore id is the caller's own.
+        unsafe {
+            match (z.core.is_direct(), n) {
+                (true, 1) => return enqueue_one_direct(mp, objs, z.core, lcore),
+                (true, _) => return enqueue_direct(mp, objs, n, z.core, lcore),
+                // One object: the length a constant, so the copy is
+                // one move and the length update one add.
+                (false, 1) => {
+                    z.header.clear_trailing_failures();
+                    if z.core
+                        .try_put_cached(lcore, core::slice::from_raw_parts(objs, 1))
+                    {
+                        return 0;
+                    }
+                }
+                (false, _) => return enqueue_cached_bulk(mp, objs, n, z.header, z.core, lcore),
+            }
+        }
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// `enqueue` of a bulk with the handler cache on: onto the lcore's cache
+/// (inline copies up to 8 objects, a `memcpy` above; a tail call from
+/// `enqueue`, whose single-object path so needs no stack frame), else
+/// [`enqueue_slow`].
+#[inline(never)]
+unsafe fn enqueue_cached_bulk(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    header: &zone::ZoneHeader,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // Cleared before the put, as in `enqueue`.
+    header.clear_trailing_failures();
+    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
+    // caller's own (as in `enqueue`).
+    if unsafe { core.try_put_cached_bulk(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// `enqueue` with the handler cache off: straight to the ring (a tail call
+/// from `enqueue`, whose cache path so needs no stack frame).
+#[inline(never)]
+unsafe fn enqueue_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: forwarded from `enqueue`.
+    unsafe { put_direct(mp, objs, n, core, lcore) }
+}
+
+/// [`enqueue_direct`] of one object: the bulk length a constant, so the
+/// ring's single-slot path alone is compiled in.
+#[inline(never)]
+unsafe fn enqueue_one_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: forwarded from `enqueue`, which passes one object.
+    unsafe { put_direct(mp, objs, 1, core, lcore) }
+}
+
+/// The body of [`enqueue_direct`] and [`enqueue_one_direct`].
+#[inline(always)]
+unsafe fn put_direct(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
+    // caller's own (as in `enqueue`).
+    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
+        return 0;
+    }
+    if n > 1 && !core.has_direct_slot(lcore, true) {
+        // SAFETY: forwarded DPDK arguments.
+        return unsafe { enqueue_shared(mp, objs, n, core) };
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// A bulk [`put_direct`] did not take from a caller without a slot (a
+/// non-EAL thread): the ring, counted on the shared release counter, in a
+/// function of its own so that the lcore path keeps its registers.
+#[inline(never)]
+unsafe fn enqueue_shared(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+) -> c_int {
+    // SAFETY: DPDK passes `n` valid object pointers.
+    if core.try_put_shared(unsafe { core::slice::from_raw_parts(objs, n as usize) }) {
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// Every enqueue the fast paths did not take: with the handler cache on,
+/// more than 8 objects, a full or closed cache or a caller without an lcore
+/// id; with it off, a released pool or a ring without room; validation
+/// mode; a pool that is not ours.
+#[inline(never)]
+unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
+    // SAFETY: DPDK passes its own mempool.
+    let z = match unsafe { zone::attach(mp) } {
+        Ok(z) => z,
+        Err(e) => return report(mp, "enqueue", &e),
+    };
+    if z.core.validating() && setup::chunks_freed(mp, &z) {
+        // Validation would still know the freed chunks' objects.
+        let e = GlueError::NoMemoryChunks {
+            pool: pool_name(mp),
+        };
+        return report(mp, "enqueue", &e);
+    }
+    // SAFETY: DPDK passes `n` valid object pointers.
+    let objs = unsafe { core::slice::from_raw_parts(objs, n as usize) };
+    // SAFETY: as in `enqueue`.
+    match unsafe { z.core.put(sys::lcore_id(), objs) } {
+        Ok(()) => 0,
+        Err(e) => put_failed(mp, e),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn put_failed(mp: *mut sys::rte_mempool, e: PoolError) -> c_int {
+    let e = GlueError::Core(e);
+    // A put that was partly accepted may have brought the pool's last
+    // buffers back and let its deferred release free it meanwhile: the name
+    // is read only while the pool is still listed.
+    let name = dpdk_sys::mempool_list::with_listed(mp, |mp| pool_name(mp))
+        .unwrap_or_else(|| format!("at {mp:p} (freed since)"));
+    log!(Level::Err, "enqueue on pool {name}: {e}");
+    e.errno()
+}
