@@ -151,7 +151,12 @@ others_cpu() {
     sleep "$1"
     b=$(proc_snap)
     s1=$(head -1 /proc/stat)
-    awk -v me=$$ -v dt="$1" -v hz="$(getconf CLK_TCK)" -v s0="$s0" -v s1="$s1" '
+    cpu_between "$1" "$s0" "$s1" "$a" "$b"
+}
+# cpu_between SECONDS STAT0 STAT1 SNAP0 SNAP1: what others_cpu prints, from
+# two /proc/stat lines and two proc_snap outputs taken SECONDS apart.
+cpu_between() {
+    awk -v me=$$ -v dt="$1" -v hz="$(getconf CLK_TCK)" -v s0="$2" -v s1="$3" '
         FNR == NR { t0[$1] = $3; next }
         { pp[$1] = $2; t1[$1] = $3; c[$1] = $4 }
         END {
@@ -169,7 +174,7 @@ others_cpu() {
             for (k = 2; k <= n; k++) all += y[k] - x[k]
             steal = all > 0 ? (y[9] - x[9]) / all * 100 : 0
             printf "%.0f %.0f %s\n", tot, steal, list
-        }' <(echo "$a") <(echo "$b")
+        }' <(echo "$4") <(echo "$5")
 }
 set_phase() { echo "$1" >"$out/phase"; }
 monitor() {
@@ -319,16 +324,15 @@ swing_run() {
     "$bench_bin" --list --only "$sel" >/dev/null 2>&1 || return 0
     set_phase "mempool_run$1"
     say "mempool_bench run $1 of $swing_runs of the two-lcore recycling rows"
-    # The machine during this short run: a sample every 3 s (the monitor's
-    # are 15 s apart), in monitor.log under the run's phase.
-    local sampler
-    while :; do echo "$(date +%s) mempool_run$1 $(others_cpu 3)" >>"$out/monitor.log"; done &
-    sampler=$!
+    # The machine over this short run (the monitor's samples are 15 s
+    # apart): one sample spanning it, in monitor.log under the run's phase.
+    local s0 a t0 dt
+    s0=$(head -1 /proc/stat) a=$(proc_snap) t0=$EPOCHREALTIME
     "$bench_bin" --rounds "$rounds" --secs "$secs" --only "$sel" --handlers ptr_ring,ring_mp_mc \
         --csv "$out/mempool-run$1.csv" -- "${eal[@]}" 2> >(tee "$logs/mempool_bench-run$1.err" >&2) \
-        >"$logs/mempool_bench-run$1.log" || { kill "$sampler"; die "mempool_bench run $1 failed; see $logs/mempool_bench-run$1.err"; }
-    kill "$sampler" 2>/dev/null || true
-    wait "$sampler" 2>/dev/null || true
+        >"$logs/mempool_bench-run$1.log" || die "mempool_bench run $1 failed; see $logs/mempool_bench-run$1.err"
+    dt=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+    echo "$(date +%s) mempool_run$1 $(cpu_between "$dt" "$s0" "$(head -1 /proc/stat)" "$a" "$(proc_snap)")" >>"$out/monitor.log"
 }
 
 # ---------------------------------------------- 2. mempool_perf_autotest

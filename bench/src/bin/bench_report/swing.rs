@@ -142,7 +142,8 @@ pub fn table(w: &mut String, d: &Data) {
     }
     let _ = writeln!(
         w,
-        "\nThe machine during each run (`monitor.log`, every 15 s; run 1: the whole main run):\n"
+        "\nThe machine during each run (`monitor.log`; run 1: the samples of the whole main run, every 15 s; the \
+         others: one sample spanning the run):\n"
     );
     for i in 1..=n as u32 {
         let _ = writeln!(w, "* run {i}: {}", phase_state(d, &phase(i)));

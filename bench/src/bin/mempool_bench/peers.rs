@@ -3,6 +3,7 @@
 
 use bench::matrix;
 
+/// Whether `h` is one of DPDK's other handlers (measured a few per round).
 pub fn is_peer(h: &str) -> bool {
     matrix::PEERS.contains(&h)
 }
