@@ -84,7 +84,7 @@ impl Section {
     /// The section of this run.
     pub fn of_run(d: &Data, release: &str) -> Section {
         let rel = format!("{RESULTS_DIR}/dpdk-{release}");
-        let mut notes: Vec<String> = tables::floor_skipped(d).into_iter().collect();
+        let mut notes: Vec<String> = handlers::floor_skipped(d).into_iter().collect();
         notes.extend(tables::autotest_summary(d));
         let esc = |s: &str| s.replace('|', "\\|");
         Section {

@@ -281,37 +281,8 @@ fn mempool_intro(w: &mut String, d: &Data) {
         d.meta("rounds"),
         d.meta("secs"),
         d.meta("handoff_ring"),
-        floor_note(d),
+        handlers::floor_note(d),
     );
-}
-
-/// What the run did with the `floor_lifo` reference (the `floor_lifo=`
-/// field of `mempool_bench`'s parameter line).
-pub fn floor_note(d: &Data) -> String {
-    let what = "`floor_lifo` is an unsynchronised single-thread stack registered by the benchmark: \
-                a reference for the ops interface's own cost, not a floor where a handler beats it.";
-    match (
-        floor_skipped(d),
-        d.meta.get("floor_lifo").map(String::as_str),
-    ) {
-        (Some(why), _) => format!("{what} {why}"),
-        (None, Some("not-asked")) => {
-            "`floor_lifo` (the single-thread reference) was not asked for.".into()
-        }
-        _ => what.into(),
-    }
-}
-
-/// Why `floor_lifo` did not run, when DPDK's ops table had no slot for it.
-pub fn floor_skipped(d: &Data) -> Option<String> {
-    let v = d.meta.get("floor_lifo")?;
-    let rest = v.strip_prefix("no-room-")?;
-    let (used, max) = rest.split_once("-of-").unwrap_or(("?", "?"));
-    Some(format!(
-        "`floor_lifo` did not run on this release: DPDK's mempool ops table was full ({used} of its \
-         {max} slots: every mempool driver of Debian's plugin directory takes one, and `ptr_ring` \
-         the last), so its rows are left out."
-    ))
 }
 
 /// The handlers of group `g`'s table: DPDK's other handlers are in the
