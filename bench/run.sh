@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The one command of the benchmarks: builds, waits for a quiet machine, runs
 #   1. mempool_bench: rte_mempool_get_bulk/put_bulk on ptr_ring and ring_mp_mc
-#      (and the floor_lifo reference on one lcore), every row naming the caches
-#      each side uses, the handlers' order rotated every round;
+#      (and the floor_lifo reference on one lcore; on the core rows every other
+#      software handler DPDK ships, a few per round), every row naming the
+#      caches each side uses, the handlers' order rotated every round; the
+#      rows of two lcores each recycling run twice more, spaced through the
+#      benchmark (after 2 and after 4), for their spread between runs;
 #   2. DPDK's own mempool_perf_autotest (dpdk-test), ring_mp_mc and ptr_ring
 #      without cache in one process (one per core count from 24.11 on), its
 #      clock slowed so that it fits;
@@ -15,7 +18,7 @@
 # and writes the full report of the run for the DPDK release it ran on,
 # bench/results/dpdk-<release>/RESULTS.md and ratios.svg, and that release's
 # section of bench/RESULTS.md (one section per release measured: the others
-# are kept). Raw data and logs go to build/bench/. About 12 minutes on a
+# are kept). Raw data and logs go to build/bench/. About 17 minutes on a
 # quiet 2-CPU machine (a few more from 24.11 on), plus the wait for a quiet
 # machine.
 #
@@ -28,6 +31,8 @@
 #   BENCH_ROUNDS=11          mempool_bench rounds per row
 #   BENCH_SECS=0.3           mempool_bench seconds per handler per round
 #   BENCH_ONLY=              mempool_bench --only filter (default: every row)
+#   BENCH_PEERS_PER_ROUND=3  DPDK's other handlers measured per round (in turn)
+#   BENCH_SWING_RUNS=3       runs of the two-lcore recycling rows, 1 to 3 (1: only the main one)
 #   BENCH_E2E_ROUNDS=4       testpmd / l2fwd runs per handler
 #   BENCH_E2E_HANDLERS="ring_mp_mc ptr_ring"
 #   TESTPMD_SECONDS=3        1-second samples per testpmd run
@@ -63,6 +68,8 @@ fi
 rounds=${BENCH_ROUNDS:-11}
 secs=${BENCH_SECS:-0.3}
 only=${BENCH_ONLY:-}
+peers_per_round=${BENCH_PEERS_PER_ROUND:-3}
+swing_runs=${BENCH_SWING_RUNS:-3}
 e2e_rounds=${BENCH_E2E_ROUNDS:-4}
 read -r -a e2e_handlers <<<"${BENCH_E2E_HANDLERS:-ring_mp_mc ptr_ring}"
 export TESTPMD_SECONDS=${TESTPMD_SECONDS:-3}
@@ -118,7 +125,7 @@ if [[ ! -f $clock_so || bench/autotest-clock.c -nt $clock_so ]]; then
     cc -O2 -shared -fPIC -o "$clock_so" bench/autotest-clock.c -ldl
 fi
 rm -rf "$logs" "$out/profile"
-rm -f "$out"/{mempool.csv,e2e.csv,autotest.csv,meta.env,monitor.log,phase}
+rm -f "$out"/{mempool.csv,e2e.csv,autotest.csv,meta.env,monitor.log,phase} "$out"/mempool-run*.csv
 mkdir -p "$logs" "$out/profile"
 
 # ------------------------------------------------ who else uses the CPUs
@@ -144,7 +151,12 @@ others_cpu() {
     sleep "$1"
     b=$(proc_snap)
     s1=$(head -1 /proc/stat)
-    awk -v me=$$ -v dt="$1" -v hz="$(getconf CLK_TCK)" -v s0="$s0" -v s1="$s1" '
+    cpu_between "$1" "$s0" "$s1" "$a" "$b"
+}
+# cpu_between SECONDS STAT0 STAT1 SNAP0 SNAP1: what others_cpu prints, from
+# two /proc/stat lines and two proc_snap outputs taken SECONDS apart.
+cpu_between() {
+    awk -v me=$$ -v dt="$1" -v hz="$(getconf CLK_TCK)" -v s0="$2" -v s1="$3" '
         FNR == NR { t0[$1] = $3; next }
         { pp[$1] = $2; t1[$1] = $3; c[$1] = $4 }
         END {
@@ -162,7 +174,7 @@ others_cpu() {
             for (k = 2; k <= n; k++) all += y[k] - x[k]
             steal = all > 0 ? (y[9] - x[9]) / all * 100 : 0
             printf "%.0f %.0f %s\n", tot, steal, list
-        }' <(echo "$a") <(echo "$b")
+        }' <(echo "$4") <(echo "$5")
 }
 set_phase() { echo "$1" >"$out/phase"; }
 monitor() {
@@ -279,7 +291,8 @@ autotest_cmd="DPDK_TEST=TEST PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotes
     echo "quiet=$quiet"
     echo "quick=$quick"
     echo "lcores=$lcores_note"
-    echo "mempool_cmd=target/release/mempool_bench --rounds $rounds --secs $secs ${only_args[*]} --csv build/bench/mempool.csv -- ${eal[*]/#$repo\//}"
+    echo "mempool_cmd=target/release/mempool_bench --rounds $rounds --secs $secs --peers-per-round $peers_per_round ${only_args[*]} --csv build/bench/mempool.csv -- ${eal[*]/#$repo\//}"
+    echo "swing_cmd=target/release/mempool_bench --rounds $rounds --secs $secs --only set=swing${only:+,$only} --handlers ptr_ring,ring_mp_mc --csv build/bench/mempool-runN.csv -- ... (runs 2-$swing_runs)"
     echo "autotest_cmd=$autotest_cmd"
     echo "autotest_scale=$autotest_scale"
     echo "autotest_format=$autotest_format"
@@ -296,12 +309,31 @@ autotest_cmd="DPDK_TEST=TEST PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotes
 # ------------------------------------------------------- 1. mempool_bench
 step "1/5 mempool_bench ($rounds rounds of $secs s per handler per row): one progress line per row"
 set_phase mempool_bench
-"$bench_bin" --rounds "$rounds" --secs "$secs" "${only_args[@]}" --csv "$out/mempool.csv" -- "${eal[@]}" \
+"$bench_bin" --rounds "$rounds" --secs "$secs" --peers-per-round "$peers_per_round" "${only_args[@]}" --csv "$out/mempool.csv" -- "${eal[@]}" \
     2> >(tee "$logs/mempool_bench.err" >&2) >"$logs/mempool_bench.log" ||
     die "mempool_bench failed; see $logs/mempool_bench.log and .err"
 params=$(grep '^# mempool_bench' "$out/mempool.csv" | tail -1 | tr ' ' '\n' | grep '=')
 echo "$params" >>"$out/meta.env"
 awk -F= '$1 == "tsc_hz" { printf "tsc_ghz=%.2f\n", $2 / 1e9 }' <<<"$params" >>"$out/meta.env"
+# swing_run N: run N of the rows that swing between runs (two lcores each
+# recycling through the handler), ptr_ring and ring_mp_mc only, as a process
+# of its own, into mempool-runN.csv (monitor phase mempool_runN).
+swing_run() {
+    local sel="set=swing${only:+,$only}"
+    ((swing_runs >= $1)) || return 0
+    "$bench_bin" --list --only "$sel" >/dev/null 2>&1 || return 0
+    set_phase "mempool_run$1"
+    say "mempool_bench run $1 of $swing_runs of the two-lcore recycling rows"
+    # The machine over this short run (the monitor's samples are 15 s
+    # apart): one sample spanning it, in monitor.log under the run's phase.
+    local s0 a t0 dt
+    s0=$(head -1 /proc/stat) a=$(proc_snap) t0=$EPOCHREALTIME
+    "$bench_bin" --rounds "$rounds" --secs "$secs" --only "$sel" --handlers ptr_ring,ring_mp_mc \
+        --csv "$out/mempool-run$1.csv" -- "${eal[@]}" 2> >(tee "$logs/mempool_bench-run$1.err" >&2) \
+        >"$logs/mempool_bench-run$1.log" || die "mempool_bench run $1 failed; see $logs/mempool_bench-run$1.err"
+    dt=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+    echo "$(date +%s) mempool_run$1 $(cpu_between "$dt" "$s0" "$(head -1 /proc/stat)" "$a" "$(proc_snap)")" >>"$out/monitor.log"
+}
 
 # ---------------------------------------------- 2. mempool_perf_autotest
 # DPDK's own test; per process it runs the no-cache section of its pool
@@ -390,6 +422,8 @@ if [[ -n $autotest_skip ]]; then
     say "mempool_perf_autotest $autotest_skip"
     echo "autotest_skip=$autotest_skip" >>"$out/meta.env"
 fi
+
+swing_run 2
 
 # ---------------------------------------------------------- 3. testpmd
 # served HANDLER TEL POOL: POOL's ops name, from the telemetry replies in TEL
@@ -525,6 +559,8 @@ for ((r = 1; r <= e2e_rounds; r++)); do
     done
 done
 [[ -n $l2fwd_bin ]] && e2e_summary l2fwd default
+
+swing_run 3
 
 # ---------------------------------------------------------- 5. profiles
 step "5/5 profiles of missed mempool_bench targets (at most ${profile_max})"

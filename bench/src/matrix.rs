@@ -16,6 +16,18 @@ pub const BASELINE: &str = "ring_mp_mc";
 pub const OURS: &str = "ptr_ring";
 /// DPDK's cache size of the cache rows (its largest common default).
 pub const CACHE: u32 = 256;
+/// The other software mempool handlers DPDK ships (its `ring`, `stack` and
+/// `bucket` mempool drivers), measured on the [`core_row`]s next to
+/// `ptr_ring` and `ring_mp_mc`. `ring_mp_sc` and `ring_sp_mc` are left out:
+/// no row has exactly one side single-threaded.
+pub const PEERS: [&str; 6] = [
+    "ring_sp_sc",
+    "ring_mt_rts",
+    "ring_mt_hts",
+    "stack",
+    "lf_stack",
+    "bucket",
+];
 
 fn row(group: Group, pattern: Pattern, lcores: u32, bulk: u32, kept: u32) -> MempoolKey {
     let cache = match group {
@@ -100,14 +112,37 @@ pub fn side(key: &MempoolKey, handler: &str) -> Side {
     }
 }
 
-/// Whether `handler` may serve `key`: `ring_sp_sc` only where one thread
-/// enqueues and one dequeues; the single-thread `floor_lifo` reference only
-/// on one lcore without any cache.
+/// Whether `handler` may serve `key`: the [`PEERS`] only on the core rows,
+/// and `ring_sp_sc` there only on one lcore (in a hand-over both lcores put
+/// objects back: the worker its bulks, the main lcore what it still holds
+/// when the run ends); the single-thread `floor_lifo` reference only on one
+/// lcore without any cache.
 pub fn handler_fits(handler: &str, key: &MempoolKey) -> bool {
     if handler == crate::floor::NAME {
         return key.lcores == 1 && matches!(key.group, Group::NoCache | Group::BigBulk);
     }
-    !handler.ends_with("sp_sc") || key.lcores == 1 || key.pattern == Pattern::Handoff
+    if PEERS.contains(&handler) && !core_row(key) {
+        return false;
+    }
+    !handler.ends_with("sp_sc") || key.lcores == 1
+}
+
+/// The rows every software handler runs on: no cache anywhere, and DPDK's
+/// cache with working sets larger than it (hand-over rows included).
+pub fn core_row(key: &MempoolKey) -> bool {
+    matches!(key.group, Group::NoCache | Group::DpdkCache)
+}
+
+/// The rows whose ratio swings widely between runs on a 2-vCPU VM: two
+/// lcores each recycling through the handler. `bench/run.sh` runs them
+/// again, in separate runs spaced through the benchmark, and the report
+/// gives their spread over the runs. Left out: the controls and the
+/// DPDK-cache recycling rows, whose balanced FIFOs never reach the handler
+/// (DPDK's cache serves them: they are controls too).
+pub fn swinging_row(key: &MempoolKey) -> bool {
+    key.lcores == 2
+        && key.pattern == Pattern::Recycle
+        && !matches!(key.group, Group::Control | Group::DpdkCache)
 }
 
 /// Objects a pool needs for `key`: every lane's FIFO, DPDK's caches (up to
@@ -126,6 +161,36 @@ mod tests {
         for k in rows() {
             assert_eq!(k.kept % k.bulk, 0, "{k}");
         }
+    }
+
+    #[test]
+    fn peers_run_on_the_core_rows_only() {
+        let all = rows();
+        let core: Vec<&MempoolKey> = all.iter().filter(|k| core_row(k)).collect();
+        // nocache 7, dpdkcache 9.
+        assert_eq!(core.len(), 16);
+        for k in &all {
+            assert_eq!(handler_fits("stack", k), core_row(k), "{k}");
+            // SP/SC on one lcore only, never across the hand-over.
+            assert_eq!(
+                handler_fits("ring_sp_sc", k),
+                core_row(k) && k.lcores == 1,
+                "{k}"
+            );
+            assert!(handler_fits(OURS, k) && handler_fits(BASELINE, k));
+        }
+        assert!(core.iter().any(|k| k.pattern == Pattern::Handoff));
+    }
+
+    #[test]
+    fn swinging_rows_are_two_lcores_recycling() {
+        let s: Vec<MempoolKey> = rows().into_iter().filter(swinging_row).collect();
+        assert!(s
+            .iter()
+            .all(|k| k.lcores == 2 && k.pattern == Pattern::Recycle));
+        assert!(s.iter().any(|k| k.group == Group::NoCache && k.bulk == 1));
+        assert!(!s.iter().any(|k| k.group == Group::Control));
+        assert_eq!(s.len(), 4);
     }
 
     #[test]

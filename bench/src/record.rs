@@ -6,6 +6,7 @@
 //! # format=2
 //! mempool2,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<position>,<objects/s>,<on_cpu>,<handler_share>
 //! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>
+//! mempool2skip,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<reason>
 //! ```
 //!
 //! * `group`, `pattern`, `lcores`, `bulk`, `kept`, `cache` name the row (see
@@ -21,6 +22,9 @@
 //! * `handler_share`: objects the handler handed out / objects the
 //!   application got (from `ptr_ring`'s own counters; `-1` where unknown).
 //!   Near 0 means DPDK's cache served (almost) everything.
+//! * `mempool2skip`: a handler asked for that did not run in that row
+//!   (not registered in the process, or it refused the pool or failed a
+//!   run), and why (free text, commas written as `;`).
 //!
 //! Format 1 lines (`mempool,<pattern>,<lcores>,<cache>,<bulk>,<handler>,<round>,<rate>[,<on_cpu>]`
 //! and `e2e,<app>,<variant>,<handler>,<round>,<Mpps>`) are still read, with
@@ -171,17 +175,49 @@ impl MempoolKey {
         }
     }
 
+    /// The row's fields, in CSV order (the names of `--only`).
+    const FIELDS: [&'static str; 6] = ["group", "pattern", "lcores", "bulk", "kept", "cache"];
+
+    /// The values of [`MempoolKey::FIELDS`].
+    fn values(&self) -> [String; 6] {
+        [
+            self.group.name().to_string(),
+            self.pattern.name().to_string(),
+            self.lcores.to_string(),
+            self.bulk.to_string(),
+            self.kept.to_string(),
+            self.cache.to_string(),
+        ]
+    }
+
     /// The `--only` filter of `mempool_bench` that selects this row.
     pub fn filter(&self) -> String {
-        format!(
-            "group={},pattern={},lcores={},bulk={},kept={},cache={}",
-            self.group.name(),
-            self.pattern.name(),
-            self.lcores,
-            self.bulk,
-            self.kept,
-            self.cache
-        )
+        let kv: Vec<String> = Self::FIELDS
+            .iter()
+            .zip(self.values())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        kv.join(",")
+    }
+
+    /// The row's CSV fields: `<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>`.
+    fn csv_fields(&self) -> String {
+        self.values().join(",")
+    }
+
+    /// Parses the six fields of [`MempoolKey::csv_fields`].
+    fn from_fields(f: &[&str]) -> Option<MempoolKey> {
+        let [group, pattern, lcores, bulk, kept, cache] = f else {
+            return None;
+        };
+        Some(MempoolKey {
+            group: Group::parse(group)?,
+            pattern: Pattern::parse(pattern)?,
+            lcores: lcores.parse().ok()?,
+            bulk: bulk.parse().ok()?,
+            kept: kept.parse().ok()?,
+            cache: cache.parse().ok()?,
+        })
     }
 
     /// Whether `field=value` matches this row (`--only` filters).
@@ -264,6 +300,15 @@ pub enum Record {
         /// Objects the handler handed out per object got (-1: unknown).
         handler_share: f64,
     },
+    /// A handler left out of a `mempool_bench` row.
+    Skipped {
+        /// The row.
+        key: MempoolKey,
+        /// The handler (mempool ops name).
+        handler: String,
+        /// Why.
+        reason: String,
+    },
     /// An end-to-end round.
     E2e {
         /// The configuration.
@@ -291,16 +336,11 @@ impl Record {
         }
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
         match f.as_slice() {
-            ["mempool2", group, pattern, lcores, bulk, kept, cache, handler, dc, hc, round, pos, rate, on_cpu, share] => {
+            ["mempool2", k @ .., handler, dc, hc, round, pos, rate, on_cpu, share]
+                if k.len() == 6 =>
+            {
                 Some(Record::Mempool {
-                    key: MempoolKey {
-                        group: Group::parse(group)?,
-                        pattern: Pattern::parse(pattern)?,
-                        lcores: lcores.parse().ok()?,
-                        bulk: bulk.parse().ok()?,
-                        kept: kept.parse().ok()?,
-                        cache: cache.parse().ok()?,
-                    },
+                    key: MempoolKey::from_fields(k)?,
                     handler: handler.to_string(),
                     side: Side {
                         dpdk_cache: dc.parse().ok()?,
@@ -345,6 +385,14 @@ impl Record {
                     handler_share: -1.0,
                 })
             }
+            ["mempool2skip", rest @ ..] if rest.len() >= 8 => {
+                let (k, rest) = rest.split_at(6);
+                Some(Record::Skipped {
+                    key: MempoolKey::from_fields(k)?,
+                    handler: rest[0].to_string(),
+                    reason: rest[1..].join(","),
+                })
+            }
             ["e2e2", app, variant, handler, dc, hc, round, rate] => Some(Record::E2e {
                 key: E2eKey {
                     app: app.to_string(),
@@ -384,17 +432,22 @@ impl Record {
         handler_share: f64,
     ) -> String {
         format!(
-            "mempool2,{},{},{},{},{},{},{handler},{},{},{round},{position},{rate:.0},{on_cpu:.3},{handler_share:.4}",
-            key.group.name(),
-            key.pattern.name(),
-            key.lcores,
-            key.bulk,
-            key.kept,
-            key.cache,
+            "mempool2,{},{handler},{},{},{round},{position},{rate:.0},{on_cpu:.3},{handler_share:.4}",
+            key.csv_fields(),
             side.dpdk_cache,
             side.handler_cache
         )
     }
+}
+
+/// The CSV line of a handler left out of a row (commas in `reason`
+/// become `;`).
+pub fn skip_line(key: &MempoolKey, handler: &str, reason: &str) -> String {
+    format!(
+        "mempool2skip,{},{handler},{}",
+        key.csv_fields(),
+        reason.replace([',', '\n'], ";")
+    )
 }
 
 #[cfg(test)]
@@ -433,6 +486,15 @@ mod tests {
             Record::parse("e2e2,testpmd,mbcache=0,ring_mp_mc,0,0,1,40.5"),
             Some(Record::E2e { round: 1, .. })
         ));
+        let skip = skip_line(&key, "bucket", "refused the pool, rte_errno 22");
+        assert_eq!(
+            Record::parse(&skip),
+            Some(Record::Skipped {
+                key,
+                handler: "bucket".into(),
+                reason: "refused the pool; rte_errno 22".into(),
+            })
+        );
         assert_eq!(Record::parse("# comment"), None);
         assert_eq!(Record::parse("mempool,bogus"), None);
     }

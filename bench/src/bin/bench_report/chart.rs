@@ -39,7 +39,20 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
     let labels: Vec<String> = rows
         .iter()
         .rev()
-        .map(|(p, c)| format!("{p}{}", c.label))
+        .map(|(p, c)| {
+            // A row that swings between runs: its bar is one run's, the
+            // label gives the spread.
+            let spread = c.key.and_then(|k| crate::swing::spread(d, &k));
+            let runs = spread.map_or(String::new(), |s| {
+                format!(
+                    " (run 1 of {}; runs {:.2}-{:.2}x)",
+                    s.runs.len(),
+                    s.summary.min,
+                    s.summary.max
+                )
+            });
+            format!("{p}{}{runs}", c.label)
+        })
         .collect();
     let mut chart = ChartBuilder::on(&root)
         .caption(

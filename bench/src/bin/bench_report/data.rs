@@ -41,9 +41,17 @@ pub struct E2eRuns {
 /// 0 (DPDK 25.07 on): random bulks from 1 to it, get and put bulk 0.
 pub type AutotestKey = (String, u32, u32, u32, u32, u32, u32);
 
+/// The handlers of each `mempool_bench` row.
+pub type MempoolRows = BTreeMap<MempoolKey, BTreeMap<String, MempoolRuns>>;
+
 #[derive(Default)]
 pub struct Data {
-    pub mempool: BTreeMap<MempoolKey, BTreeMap<String, MempoolRuns>>,
+    pub mempool: MempoolRows,
+    /// Handlers left out of a `mempool_bench` row, and why.
+    pub skipped: BTreeMap<MempoolKey, BTreeMap<String, String>>,
+    /// Further runs of the swinging rows (`mempool-run<N>.csv`, N from 2;
+    /// run 1 is `mempool`), by run number.
+    pub reruns: BTreeMap<u32, MempoolRows>,
     pub e2e: BTreeMap<E2eKey, BTreeMap<String, E2eRuns>>,
     pub autotest: BTreeMap<AutotestKey, f64>,
     pub meta: BTreeMap<String, String>,
@@ -85,35 +93,29 @@ impl Data {
                 d.meta.insert(k.trim().to_string(), v.trim().to_string());
             }
         }
+        for (n, path) in rerun_files(dir) {
+            let mut runs = MempoolRows::new();
+            for line in read_lines(&path) {
+                if let Some(r @ Record::Mempool { .. }) = Record::parse(&line) {
+                    add_mempool(&mut runs, r);
+                }
+            }
+            d.reruns.insert(n, runs);
+        }
         d.monitor = read_lines(&dir.join("monitor.log"));
         d.profiles = profiles(&dir.join("profile"));
         d
     }
 
-    fn add(&mut self, r: Option<Record>) {
+    pub fn add(&mut self, r: Option<Record>) {
         match r {
-            Some(Record::Mempool {
+            Some(r @ Record::Mempool { .. }) => add_mempool(&mut self.mempool, r),
+            Some(Record::Skipped {
                 key,
                 handler,
-                side,
-                round,
-                rate,
-                on_cpu,
-                handler_share,
-                ..
+                reason,
             }) => {
-                let h = self
-                    .mempool
-                    .entry(key)
-                    .or_default()
-                    .entry(handler)
-                    .or_default();
-                h.side = Some(side);
-                h.rounds.push((round, rate));
-                h.on_cpu.push(on_cpu);
-                if handler_share >= 0.0 {
-                    h.share.push(handler_share);
-                }
+                self.skipped.entry(key).or_default().insert(handler, reason);
             }
             Some(Record::E2e {
                 key,
@@ -135,6 +137,70 @@ impl Data {
     pub fn meta(&self, k: &str) -> &str {
         self.meta.get(k).map_or("?", String::as_str)
     }
+}
+
+/// A `mempool_bench` round of `handler` in `key`, no caches, for tests.
+#[cfg(test)]
+pub fn test_round(key: MempoolKey, handler: &str, round: u32, rate: f64) -> Record {
+    Record::Mempool {
+        key,
+        handler: handler.into(),
+        side: Side {
+            dpdk_cache: 0,
+            handler_cache: 0,
+        },
+        round,
+        position: 1,
+        rate,
+        on_cpu: 1.0,
+        handler_share: -1.0,
+    }
+}
+
+/// One `mempool_bench` round into `rows` (other records are ignored).
+fn add_mempool(rows: &mut MempoolRows, r: Record) {
+    let Record::Mempool {
+        key,
+        handler,
+        side,
+        round,
+        rate,
+        on_cpu,
+        handler_share,
+        ..
+    } = r
+    else {
+        return;
+    };
+    let h = rows.entry(key).or_default().entry(handler).or_default();
+    h.side = Some(side);
+    h.rounds.push((round, rate));
+    h.on_cpu.push(on_cpu);
+    if handler_share >= 0.0 {
+        h.share.push(handler_share);
+    }
+}
+
+/// `mempool-run<N>.csv` under `dir`, by N.
+fn rerun_files(dir: &Path) -> Vec<(u32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(u32, PathBuf)> = entries
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let n = p
+                .file_name()?
+                .to_str()?
+                .strip_prefix("mempool-run")?
+                .strip_suffix(".csv")?
+                .parse()
+                .ok()?;
+            Some((n, p))
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 fn profiles(dir: &Path) -> Vec<(String, String)> {
@@ -159,6 +225,8 @@ fn profiles(dir: &Path) -> Vec<(String, String)> {
 /// `ptr_ring` against the baseline in one row.
 pub struct Comparison {
     pub label: String,
+    /// The `mempool_bench` row (`None` for end-to-end rows).
+    pub key: Option<MempoolKey>,
     /// Median rates (ours, baseline).
     pub ours: Option<f64>,
     pub base: Option<f64>,
@@ -190,6 +258,7 @@ impl Comparison {
         let target = target.filter(|_| !control);
         Comparison {
             label,
+            key: None,
             ours: rates(ours),
             base: rates(base),
             verdict: target.zip(paired).map(|(t, p)| t.verdict(&p)),
@@ -227,13 +296,15 @@ impl Comparison {
 pub fn mempool_cmp(key: &MempoolKey, m: &BTreeMap<String, MempoolRuns>) -> Option<Comparison> {
     let ours = m.get(OURS)?;
     let base = m.get(BASELINE)?;
-    Some(Comparison::new(
+    let mut c = Comparison::new(
         key.describe(),
         &ours.rounds,
         &base.rounds,
         targets::mempool(key),
         median(&ours.share),
-    ))
+    );
+    c.key = Some(*key);
+    Some(c)
 }
 
 /// Paired ratio of any handler to the baseline in one row.

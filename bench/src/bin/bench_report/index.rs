@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use bench::record::Group;
 
 use crate::data::{self, Data};
+use crate::handlers;
 use crate::machine::monitor_summary;
 use crate::tables::{self, TargetCells, TARGETS_HEAD};
 
@@ -73,6 +74,9 @@ pub struct Section {
     report: String,
     chart: Option<String>,
     rows: Vec<TargetCells>,
+    /// The compact table of every software handler (its lines; empty when
+    /// the run measured no other handler).
+    handlers: Vec<String>,
     notes: Vec<String>,
 }
 
@@ -80,7 +84,7 @@ impl Section {
     /// The section of this run.
     pub fn of_run(d: &Data, release: &str) -> Section {
         let rel = format!("{RESULTS_DIR}/dpdk-{release}");
-        let mut notes: Vec<String> = tables::floor_skipped(d).into_iter().collect();
+        let mut notes: Vec<String> = handlers::floor_skipped(d).into_iter().collect();
         notes.extend(tables::autotest_summary(d));
         let esc = |s: &str| s.replace('|', "\\|");
         Section {
@@ -101,6 +105,7 @@ impl Section {
                 .into_iter()
                 .filter(headline)
                 .collect(),
+            handlers: handlers::compact(d),
             notes,
         }
     }
@@ -151,6 +156,7 @@ impl Section {
             report: format!("{rel}/{REPORT}"),
             chart: chart.then(|| format!("{rel}/{CHART}")),
             rows,
+            handlers: Vec::new(),
             notes,
             release,
         })
@@ -194,6 +200,15 @@ impl Section {
             let _ = writeln!(w, "| no rows | - | - | - | - |");
         }
         let _ = writeln!(w, "\n{}\n", tables::verdict_counts(&self.rows));
+        if !self.handlers.is_empty() {
+            let _ = writeln!(
+                w,
+                "Every software handler DPDK ships, on the core rows: the best (ranked by its paired \
+                 ratio to `ring_mp_mc`) and `ptr_ring` against it (the full report has every \
+                 handler's figures):\n\n{}\n",
+                self.handlers.join("\n")
+            );
+        }
         for n in &self.notes {
             let _ = writeln!(w, "{n}\n");
         }
@@ -337,6 +352,9 @@ mod tests {
                 "met".into(),
                 "equal within noise".into(),
             ])],
+            handlers: vec![
+                "| nocache: x | `ring_sp_sc` (1.30x) | 0.77x [0.70-0.80] | 3 of 7 |".into(),
+            ],
             notes: vec![],
         }
     }
@@ -363,6 +381,8 @@ mod tests {
         assert!(text.find("## DPDK 22.11").unwrap() < text.find("## DPDK 25.11").unwrap());
         assert!(text.contains("| nocache: b |") && text.contains("| nocache: c |"));
         assert!(!text.contains("| nocache: a |"));
+        assert!(text.contains("Every software handler DPDK ships, on the core rows"));
+        assert!(text.contains("| nocache: x | `ring_sp_sc` (1.30x) | 0.77x [0.70-0.80] | 3 of 7 |"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

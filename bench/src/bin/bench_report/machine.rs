@@ -6,16 +6,17 @@ use bench::stats::Summary;
 
 use crate::data::Data;
 
+/// One line of `monitor.log`.
+struct Sample {
+    phase: String,
+    others: f64,
+    steal: f64,
+    procs: String,
+}
+
 /// Monitor lines: `<epoch> <phase> <others' CPU %> <steal %> <comm:pct,...>`.
-pub fn monitor_summary(d: &Data) -> String {
-    struct Sample {
-        phase: String,
-        others: f64,
-        steal: f64,
-        procs: String,
-    }
-    let samples: Vec<Sample> = d
-        .monitor
+fn samples(d: &Data) -> Vec<Sample> {
+    d.monitor
         .iter()
         .filter_map(|l| {
             let mut f = l.split_whitespace();
@@ -27,7 +28,35 @@ pub fn monitor_summary(d: &Data) -> String {
                 procs: f.next().unwrap_or("").to_string(),
             })
         })
+        .collect()
+}
+
+/// The machine's state in one phase of the run: the median and largest
+/// other processes' CPU use and steal time of its samples.
+pub fn phase_state(d: &Data, phase: &str) -> String {
+    let s: Vec<Sample> = samples(d)
+        .into_iter()
+        .filter(|s| s.phase == phase)
         .collect();
+    let others = Summary::of(&s.iter().map(|s| s.others).collect::<Vec<_>>());
+    let steal = Summary::of(&s.iter().map(|s| s.steal).collect::<Vec<_>>());
+    match (others, steal) {
+        (Some(o), Some(st)) => format!(
+            "{} sample{}: other processes {:.0}% of a CPU (max {:.0}%), steal {:.0}% (max {:.0}%)",
+            s.len(),
+            if s.len() == 1 { "" } else { "s" },
+            o.median,
+            o.max,
+            st.median,
+            st.max
+        ),
+        _ => "not sampled".into(),
+    }
+}
+
+/// The machine's state over the whole run, in one line.
+pub fn monitor_summary(d: &Data) -> String {
+    let samples = samples(d);
     if samples.is_empty() {
         return "not sampled".into();
     }

@@ -13,8 +13,10 @@
 
 mod chart;
 mod data;
+mod handlers;
 mod index;
 mod machine;
+mod swing;
 mod tables;
 
 use std::path::PathBuf;

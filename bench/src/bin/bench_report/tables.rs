@@ -3,22 +3,17 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use bench::matrix::{BASELINE, OURS};
+use bench::matrix::{BASELINE, OURS, PEERS};
 use bench::record::{Group, MempoolKey};
 use bench::stats::{median, Summary};
 use bench::targets::Verdict;
 
 use crate::data::{self, Comparison, Data};
 use crate::machine::monitor_summary;
+use crate::{handlers, swing};
 
 /// Handler columns, in table order (those present).
-const HANDLER_ORDER: &[&str] = &[
-    "ptr_ring",
-    "ring_mp_mc",
-    "stack",
-    "ring_sp_sc",
-    "floor_lifo",
-];
+const HANDLER_ORDER: &[&str] = &["ptr_ring", "ring_mp_mc", "floor_lifo"];
 
 /// The full report of one run. `index`: where the per-release summary
 /// (`bench/RESULTS.md`) lies, relative to the report, when it has one.
@@ -37,6 +32,8 @@ pub fn report(
     for g in Group::ALL.into_iter().filter(|g| groups.contains(g)) {
         group_table(&mut o, d, g);
     }
+    swing::table(&mut o, d);
+    handlers::full(&mut o, d);
     e2e(&mut o, d);
     autotest(&mut o, d);
     profiles(&mut o, d);
@@ -219,19 +216,28 @@ pub fn target_cells(d: &Data) -> Vec<TargetCells> {
             } else {
                 ("M/s", 1e6)
             };
-            let (target, verdict) = match c.target {
+            let (target, mut verdict) = match c.target {
                 Some(t) => (t.describe(), c.verdict.map_or("no data", Verdict::label)),
                 None => (
                     "-".into(),
                     "control: the handler was not called, not counted",
                 ),
             };
+            let (mut ratio, mut words) = (fmt_ci(c), c.statement(unit, scale));
+            // A row that swings between runs is given with its spread.
+            if let Some(s) = c.key.and_then(|k| swing::spread(d, &k)) {
+                ratio.push_str(&format!(" (run 1 of {})", s.runs.len()));
+                words.push_str(&format!("; {}", s.words()));
+                if s.disagree() && c.target.is_some() {
+                    verdict = swing::DISAGREE;
+                }
+            }
             TargetCells([
                 format!("{prefix}{}", c.label),
-                fmt_ci(c),
+                ratio,
                 target,
                 verdict.to_string(),
-                c.statement(unit, scale),
+                words,
             ])
         })
         .collect()
@@ -275,45 +281,19 @@ fn mempool_intro(w: &mut String, d: &Data) {
         d.meta("rounds"),
         d.meta("secs"),
         d.meta("handoff_ring"),
-        floor_note(d),
+        handlers::floor_note(d),
     );
 }
 
-/// What the run did with the `floor_lifo` reference (the `floor_lifo=`
-/// field of `mempool_bench`'s parameter line).
-pub fn floor_note(d: &Data) -> String {
-    let what = "`floor_lifo` is an unsynchronised single-thread stack registered by the benchmark: \
-                a reference for the ops interface's own cost, not a floor where a handler beats it.";
-    match (
-        floor_skipped(d),
-        d.meta.get("floor_lifo").map(String::as_str),
-    ) {
-        (Some(why), _) => format!("{what} {why}"),
-        (None, Some("not-asked")) => {
-            "`floor_lifo` (the single-thread reference) was not asked for.".into()
-        }
-        _ => what.into(),
-    }
-}
-
-/// Why `floor_lifo` did not run, when DPDK's ops table had no slot for it.
-pub fn floor_skipped(d: &Data) -> Option<String> {
-    let v = d.meta.get("floor_lifo")?;
-    let rest = v.strip_prefix("no-room-")?;
-    let (used, max) = rest.split_once("-of-").unwrap_or(("?", "?"));
-    Some(format!(
-        "`floor_lifo` did not run on this release: DPDK's mempool ops table was full ({used} of its \
-         {max} slots: every mempool driver of Debian's plugin directory takes one, and `ptr_ring` \
-         the last), so its rows are left out."
-    ))
-}
-
+/// The handlers of group `g`'s table: DPDK's other handlers are in the
+/// table of every handler (`handlers`).
 fn handlers_in(d: &Data, g: Group) -> Vec<String> {
     let all: BTreeSet<&String> = d
         .mempool
         .iter()
         .filter(|(k, _)| k.group == g)
         .flat_map(|(_, m)| m.keys())
+        .filter(|h| !PEERS.contains(&h.as_str()))
         .collect();
     let mut v: Vec<String> = HANDLER_ORDER
         .iter()
@@ -350,7 +330,7 @@ fn group_table(w: &mut String, d: &Data, g: Group) {
         "---|".repeat(others.len())
     );
     for (k, m) in d.mempool.iter().filter(|(k, _)| k.group == g) {
-        group_row(w, k, m, &hs, &others);
+        group_row(w, k, m, &hs, &others, swing::spread(d, k));
     }
     let _ = writeln!(w);
 }
@@ -361,6 +341,7 @@ fn group_row(
     m: &std::collections::BTreeMap<String, data::MempoolRuns>,
     hs: &[String],
     others: &[&String],
+    spread: Option<swing::Spread>,
 ) {
     let side = |h: &str| {
         m.get(h)
@@ -398,7 +379,7 @@ fn group_row(
         .fold(1.0f64, f64::min);
     match data::mempool_cmp(k, m) {
         Some(c) => {
-            let words = if c.control {
+            let mut words = if c.control {
                 format!(
                     "control (DPDK's cache served everything): {}",
                     c.statement("M/s", 1e6)
@@ -406,6 +387,13 @@ fn group_row(
             } else {
                 c.statement("M/s", 1e6)
             };
+            if let Some(s) = spread {
+                words.push_str(&format!(
+                    "; run 1 of {}, {} (table below)",
+                    s.runs.len(),
+                    s.words()
+                ));
+            }
             let _ = writeln!(
                 w,
                 " {} | {} | {} | {:.0}% | {words} |",

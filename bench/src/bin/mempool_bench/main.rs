@@ -3,6 +3,12 @@
 //! different mempool handlers, in one process, the handlers' order rotated
 //! every round (A B C, B C A, C A B, ...).
 //!
+//! Besides `ptr_ring` and `ring_mp_mc`, which run in every round, the core
+//! rows (`bench::matrix::core_row`) run every other software handler DPDK
+//! ships (`bench::matrix::PEERS`), a few of them per round in turn. A
+//! handler that is not registered in the process, refuses the pool or fails
+//! a run is left out of the row with a `mempool2skip` line saying why.
+//!
 //! Every row says which caches each handler runs with (`bench::matrix`):
 //! DPDK's per-lcore mempool cache (`cache_size`) and `ptr_ring`'s own
 //! per-lcore cache, set per pool through `rte_mempool_set_ops_byname`'s
@@ -17,6 +23,7 @@
 //! cache served everything).
 
 mod lane;
+mod peers;
 mod pools;
 
 use std::collections::HashMap;
@@ -30,11 +37,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
 use bench::matrix::{self, BASELINE, OURS};
-use bench::record::{Group, MempoolKey, Pattern, Record};
+use bench::record::{self, Group, MempoolKey, Pattern, Record};
 use bench::stats::{round_ratios, Paired, Summary};
 use dpdk_sys as sys;
 
 use lane::{run_lane, worker_entry, Job, Lane};
+use peers::{is_peer, round_order};
 use pools::Pools;
 
 /// Largest bulk size the loops support (DPDK's cache refills up to 512 + n).
@@ -52,14 +60,19 @@ options:
   --secs S          seconds per handler per round (default 0.3)
   --warmup S        untimed seconds per handler before round 1 (default 0.05)
   --pool-size N     mbufs per pool (default: enough for every selected row, at least 16383)
-  --handlers A,B    handlers to compare (default ptr_ring,ring_mp_mc,floor_lifo; also
-                    stack, ring_sp_sc; ring_sp_sc only where one thread enqueues and one
-                    dequeues; floor_lifo, an unsynchronised single-thread reference
-                    registered by this binary, only on one lcore without cache, and
-                    only where DPDK's ops table (16 handlers) has a slot left)
+  --handlers A,B    handlers to compare (default ptr_ring,ring_mp_mc,floor_lifo and the
+                    peers ring_sp_sc,ring_mt_rts,ring_mt_hts,stack,lf_stack,bucket);
+                    the peers only on the core rows (groups nocache, dpdkcache), ring_sp_sc
+                    there only on one lcore; floor_lifo, an unsynchronised single-thread
+                    reference registered by this binary, only on one lcore without cache,
+                    and only where DPDK's ops table (16 handlers) has a slot left
+  --peers-per-round K  peers measured per round (default 3), taken in turn; ptr_ring,
+                    ring_mp_mc and floor_lifo run in every round
   --only FILTER     rows matching every field=value, e.g. group=nocache,lcores=2
-                    (fields: group pattern lcores bulk kept cache;
-                    groups: nocache dpdkcache owncache bigbulk noneal control)
+                    (fields: group pattern lcores bulk kept cache set;
+                    groups: nocache dpdkcache owncache bigbulk noneal control;
+                    set=core: the rows the peers run on; set=swing: two lcores each
+                    recycling through the handler)
   --list            print the selected rows and exit
   --csv PATH        append the CSV lines there instead of stdout
   -h, --help        this text
@@ -75,6 +88,7 @@ struct Opts {
     warmup: f64,
     pool_size: Option<u32>,
     handlers: Vec<String>,
+    peers_per_round: usize,
     only: Vec<(String, String)>,
     list: bool,
     csv: Option<String>,
@@ -89,8 +103,11 @@ fn parse_opts() -> Result<Opts, lexopt::Error> {
         warmup: 0.05,
         pool_size: None,
         handlers: [OURS, BASELINE, bench::floor::NAME]
+            .into_iter()
+            .chain(matrix::PEERS)
             .map(String::from)
-            .to_vec(),
+            .collect(),
+        peers_per_round: 3,
         only: Vec::new(),
         list: false,
         csv: None,
@@ -106,12 +123,15 @@ fn parse_opts() -> Result<Opts, lexopt::Error> {
             Long("handlers") => {
                 o.handlers = p.value()?.string()?.split(',').map(String::from).collect()
             }
+            Long("peers-per-round") => o.peers_per_round = p.value()?.parse()?,
             Long("only") => {
                 for kv in p.value()?.string()?.split(',').filter(|s| !s.is_empty()) {
                     let (k, v) = kv
                         .split_once('=')
                         .ok_or_else(|| format!("--only: {kv:?} is not field=value"))?;
-                    if !["group", "pattern", "lcores", "bulk", "kept", "cache"].contains(&k) {
+                    if !["group", "pattern", "lcores", "bulk", "kept", "cache", "set"].contains(&k)
+                        || (k == "set" && !["core", "swing"].contains(&v))
+                    {
                         return Err(format!("--only: unknown field {k:?}").into());
                     }
                     o.only.push((k.to_string(), v.to_string()));
@@ -131,8 +151,11 @@ fn parse_opts() -> Result<Opts, lexopt::Error> {
             _ => return Err(arg.unexpected()),
         }
     }
-    if o.rounds == 0 || o.secs <= 0.0 || o.handlers.is_empty() {
-        return Err("--rounds, --secs and --handlers must be positive / non-empty".into());
+    if o.rounds == 0 || o.secs <= 0.0 || o.handlers.is_empty() || o.peers_per_round == 0 {
+        return Err(
+            "--rounds, --secs, --peers-per-round and --handlers must be positive / non-empty"
+                .into(),
+        );
     }
     Ok(o)
 }
@@ -343,7 +366,13 @@ fn main() -> ExitCode {
         }
     };
     let mut keys = matrix::rows();
-    keys.retain(|k| o.only.iter().all(|(f, v)| k.matches(f, v)));
+    keys.retain(|k| {
+        o.only.iter().all(|(f, v)| match (f.as_str(), v.as_str()) {
+            ("set", "core") => matrix::core_row(k),
+            ("set", _) => matrix::swinging_row(k),
+            _ => k.matches(f, v),
+        })
+    });
     if keys.is_empty() {
         eprintln!("mempool_bench: the filter selects no row");
         return ExitCode::from(2);
@@ -383,13 +412,29 @@ fn main() -> ExitCode {
             }
         }
     }
+    // Every other handler must be registered in this process (DPDK's ring,
+    // stack and bucket drivers load from EAL's plugin directory): one that is
+    // not is left out of its rows, and the CSV says why.
+    let mut missing = Vec::new();
+    o.handlers.retain(|h| {
+        if !matrix::PEERS.contains(&h.as_str()) || pools::registered(h) {
+            return true;
+        }
+        let why = format!(
+            "not registered in this process (no mempool ops named {h}; its driver is not in \
+             EAL's plugin directory or was not loaded)"
+        );
+        eprintln!("mempool_bench: {h} {why}: left out");
+        missing.push((h.clone(), why));
+        false
+    });
     if o.handlers.is_empty() {
         eprintln!("mempool_bench: no handler left to run");
         // SAFETY: as above.
         unsafe { sys::rte_eal_cleanup() };
         return ExitCode::FAILURE;
     }
-    let code = match run(&o, &keys, &floor) {
+    let code = match run(&o, &keys, &floor, &missing) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mempool_bench: {e}");
@@ -414,7 +459,12 @@ fn open_out(csv: Option<&str>) -> Result<Box<dyn Write>, String> {
     })
 }
 
-fn run(o: &Opts, keys: &[MempoolKey], floor: &str) -> Result<(), String> {
+fn run(
+    o: &Opts,
+    keys: &[MempoolKey],
+    floor: &str,
+    missing: &[(String, String)],
+) -> Result<(), String> {
     if let Some(k) = keys.iter().find(|k| k.bulk > MAX_BULK) {
         return Err(format!("{k}: bulk above {MAX_BULK}"));
     }
@@ -436,7 +486,12 @@ fn run(o: &Opts, keys: &[MempoolKey], floor: &str) -> Result<(), String> {
             .map(String::as_str)
             .collect()
     };
-    let total_runs: usize = keys.iter().map(|k| fits(k).len() * o.rounds as usize).sum();
+    let per_round = |k: &MempoolKey| {
+        let hs = fits(k);
+        let peers = hs.iter().filter(|h| is_peer(h)).count();
+        hs.len() - peers + peers.min(o.peers_per_round)
+    };
+    let total_runs: usize = keys.iter().map(|k| per_round(k) * o.rounds as usize).sum();
     // SAFETY: plain EAL queries.
     let (main_cpu, worker_cpu) = unsafe {
         (
@@ -464,25 +519,68 @@ fn run(o: &Opts, keys: &[MempoolKey], floor: &str) -> Result<(), String> {
         &mut out,
         format!(
             "# mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
-             tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor}",
-            o.rounds, o.secs, o.warmup, bench.tsc_hz
+             tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor} peers_per_round={}",
+            o.rounds, o.secs, o.warmup, bench.tsc_hz, o.peers_per_round
         ),
     )?;
     let t0 = Instant::now();
     for (i, key) in keys.iter().enumerate() {
-        let hs = fits(key);
-        if o.warmup > 0.0 {
-            for h in &hs {
-                bench.measure(key, h, o.warmup)?;
+        let skip = |out: &mut Box<dyn Write>, h: &str, why: &str| {
+            eprintln!("mempool_bench: {key}: {h} left out: {why}");
+            w(out, record::skip_line(key, h, why))
+        };
+        for (h, why) in missing {
+            if matrix::handler_fits(h, key) {
+                skip(&mut out, h, why)?;
             }
+        }
+        // A peer whose run fails is left out of the rest of the row (the
+        // report leaves it out of the whole row), and its pool, which may
+        // have lost objects, is freed: a later row gets a fresh one.
+        let mut failed: Vec<&str> = Vec::new();
+        let mut hs = Vec::new();
+        for h in fits(key) {
+            // A pool the handler refuses (or that names other ops) leaves a
+            // peer out of this row; ptr_ring and ring_mp_mc must run.
+            match bench.pools.get(h, matrix::side(key, h)) {
+                Ok(_) => hs.push(h),
+                Err(e) if is_peer(h) => skip(&mut out, h, &e)?,
+                Err(e) => return Err(e),
+            }
+        }
+        if o.warmup > 0.0 {
+            let mut kept = Vec::new();
+            for h in hs {
+                match bench.measure(key, h, o.warmup) {
+                    Ok(_) => kept.push(h),
+                    Err(e) if is_peer(h) => {
+                        skip(&mut out, h, &format!("a run failed (warm-up): {e}"))?;
+                        bench.pools.discard(h, matrix::side(key, h));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            hs = kept;
         }
         let mut samples: HashMap<&str, Vec<(u32, f64)>> = HashMap::new();
         let mut shares = Vec::new();
         for round in 1..=o.rounds {
-            // Rotate the order every round: A B C, B C A, C A B, ...
-            let shift = (round as usize - 1) % hs.len();
-            for (pos, h) in hs.iter().cycle().skip(shift).take(hs.len()).enumerate() {
-                let m = bench.measure(key, h, o.secs)?;
+            let order = round_order(&hs, round, o.peers_per_round);
+            for (pos, h) in order.iter().enumerate() {
+                if failed.contains(h) {
+                    continue;
+                }
+                let m = match bench.measure(key, h, o.secs) {
+                    Ok(m) => m,
+                    Err(e) if is_peer(h) => {
+                        skip(&mut out, h, &format!("a run failed in round {round}: {e}"))?;
+                        bench.pools.discard(h, matrix::side(key, h));
+                        failed.push(h);
+                        samples.remove(*h);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let side = matrix::side(key, h);
                 w(
                     &mut out,

@@ -46,6 +46,8 @@ type StatsFn = unsafe extern "C" fn(*const sys::rte_mempool, *mut PtrRingStats) 
 pub struct Pools {
     size: u32,
     pools: HashMap<(String, Side), NonNull<sys::rte_mempool>>,
+    /// Pools that could not be set up, and why (not tried again).
+    refused: HashMap<(String, Side), String>,
     stats: Option<StatsFn>,
 }
 
@@ -56,6 +58,7 @@ impl Pools {
         Pools {
             size,
             pools: HashMap::new(),
+            refused: HashMap::new(),
             stats: plugin.and_then(stats_fn),
         }
     }
@@ -66,9 +69,30 @@ impl Pools {
         if let Some(mp) = self.pools.get(&key) {
             return Ok(mp.as_ptr());
         }
-        let mp = create(handler, side, self.size)?;
-        self.pools.insert(key, mp);
-        Ok(mp.as_ptr())
+        if let Some(why) = self.refused.get(&key) {
+            return Err(why.clone());
+        }
+        match create(handler, side, self.size) {
+            Ok(mp) => {
+                self.pools.insert(key, mp);
+                Ok(mp.as_ptr())
+            }
+            Err(e) => {
+                self.refused.insert(key, e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Frees the pool of `handler` with the caches of `side` after a failed
+    /// run (it may have lost objects): the next row that asks for it gets a
+    /// fresh one.
+    pub fn discard(&mut self, handler: &str, side: Side) {
+        if let Some(mp) = self.pools.remove(&(handler.to_string(), side)) {
+            // SAFETY: our pool; no thread uses it any more (the run is over),
+            // and what it lost is referenced by nobody.
+            unsafe { sys::rte_mempool_free(mp.as_ptr()) };
+        }
     }
 
     /// Objects `ptr_ring` has handed out from `mp` so far (its `hold`
@@ -108,6 +132,22 @@ fn stats_fn(path: &str) -> Option<StatsFn> {
     (!sym.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, StatsFn>(sym) })
 }
 
+/// Whether this process's mempool ops table has an entry named `name`
+/// (registered by a driver of EAL's plugin directory, a `-d` plugin or the
+/// binary itself).
+pub fn registered(name: &str) -> bool {
+    // SAFETY: DPDK's process-local table, written only while drivers
+    // register (before rte_eal_init returns); `num_ops` entries are filled,
+    // each name NUL-terminated.
+    unsafe {
+        let t: &sys::rte_mempool_ops_table = &*std::ptr::addr_of!(sys::rte_mempool_ops_table);
+        let n = (t.num_ops as usize).min(t.ops.len());
+        t.ops[..n]
+            .iter()
+            .any(|o| CStr::from_ptr(o.name.as_ptr()).to_bytes() == name.as_bytes())
+    }
+}
+
 /// The ops name a pool really uses.
 pub fn ops_name(mp: *mut sys::rte_mempool) -> String {
     // SAFETY: a live pool; its ops index names a registered ops entry.
@@ -115,6 +155,19 @@ pub fn ops_name(mp: *mut sys::rte_mempool) -> String {
         CStr::from_ptr((*sys::rte_mempool_get_ops((*mp).ops_index)).name.as_ptr())
             .to_string_lossy()
             .into_owned()
+    }
+}
+
+/// The symbolic name of an errno value DPDK returns.
+fn errno_name(e: c_int) -> String {
+    match e {
+        libc::EINVAL => "EINVAL".into(),
+        libc::ENOMEM => "ENOMEM".into(),
+        libc::ENOSPC => "ENOSPC".into(),
+        libc::ENOTSUP => "ENOTSUP".into(),
+        libc::EEXIST => "EEXIST".into(),
+        libc::ENOENT => "ENOENT: no such ops".into(),
+        e => format!("errno {e}"),
     }
 }
 
@@ -187,9 +240,14 @@ fn create(handler: &str, side: Side, n: u32) -> Result<NonNull<sys::rte_mempool>
     if r < 0 {
         // SAFETY: our pool, nothing handed out.
         unsafe { sys::rte_mempool_free(mp.as_ptr()) };
+        let hint = if handler == "ptr_ring" {
+            "; for ptr_ring pass -d <abs path>/librte_mempool_ptr_ring.so in the EAL arguments"
+        } else {
+            ""
+        };
         return Err(format!(
-            "cannot set up a pool with mempool ops {handler:?} ({side}): {r}; for ptr_ring pass \
-             -d <abs path>/librte_mempool_ptr_ring.so in the EAL arguments"
+            "cannot set up a pool of {n} mbufs with mempool ops {handler:?} ({side}): {r} ({}){hint}",
+            errno_name(-r)
         ));
     }
     let used = ops_name(mp.as_ptr());

@@ -1,0 +1,223 @@
+//! The rows that swing between runs (two lcores each recycling through the
+//! handler, `bench::matrix::swinging_row`): `bench/run.sh` runs them more
+//! than once, as separate `mempool_bench` processes spaced through the
+//! benchmark, and the report gives the spread of their ratio over those
+//! runs, never one run's figure alone.
+
+use std::fmt::Write as _;
+
+use bench::matrix;
+use bench::record::MempoolKey;
+use bench::stats::{Paired, Summary};
+
+use crate::data::{self, Data};
+use crate::machine::phase_state;
+
+/// One swinging row over its runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spread {
+    /// (run, `ptr_ring / ring_mp_mc` of that run), run 1 first.
+    pub runs: Vec<(u32, Paired)>,
+    /// Min / median / max of the per-run median ratios.
+    pub summary: Summary,
+}
+
+impl Spread {
+    /// The runs disagree when their 95% intervals share no common value.
+    pub fn disagree(&self) -> bool {
+        let lo = self.runs.iter().map(|(_, p)| p.lo).fold(f64::MIN, f64::max);
+        let hi = self.runs.iter().map(|(_, p)| p.hi).fold(f64::MAX, f64::min);
+        lo > hi
+    }
+
+    /// "over 3 runs: min 0.62x, median 0.78x, max 0.86x".
+    pub fn words(&self) -> String {
+        format!(
+            "over {} runs: min {:.2}x, median {:.2}x, max {:.2}x",
+            self.runs.len(),
+            self.summary.min,
+            self.summary.median,
+            self.summary.max
+        )
+    }
+}
+
+/// The verdict cell of a swinging row whose runs disagree.
+pub const DISAGREE: &str = "runs disagree: not targets-grade (not counted)";
+
+/// The phase of `monitor.log` that run `n` ran in.
+fn phase(n: u32) -> String {
+    if n == 1 {
+        "mempool_bench".into()
+    } else {
+        format!("mempool_run{n}")
+    }
+}
+
+/// The spread of `key` over the runs, when it is a swinging row that ran
+/// in more than one run.
+pub fn spread(d: &Data, key: &MempoolKey) -> Option<Spread> {
+    if !matrix::swinging_row(key) {
+        return None;
+    }
+    let mut runs: Vec<(u32, Paired)> = d
+        .mempool
+        .get(key)
+        .and_then(|m| data::paired_to_base(m, matrix::OURS))
+        .map(|p| (1, p))
+        .into_iter()
+        .collect();
+    for (n, rows) in &d.reruns {
+        if let Some(p) = rows
+            .get(key)
+            .and_then(|m| data::paired_to_base(m, matrix::OURS))
+        {
+            runs.push((*n, p));
+        }
+    }
+    if runs.len() < 2 {
+        return None;
+    }
+    let medians: Vec<f64> = runs.iter().map(|(_, p)| p.median).collect();
+    Some(Spread {
+        summary: Summary::of(&medians)?,
+        runs,
+    })
+}
+
+/// The table of the full report.
+pub fn table(w: &mut String, d: &Data) {
+    let rows: Vec<(&MempoolKey, Spread)> = d
+        .mempool
+        .keys()
+        .filter_map(|k| Some((k, spread(d, k)?)))
+        .collect();
+    let Some(n) = rows.iter().map(|(_, s)| s.runs.len()).max() else {
+        return;
+    };
+    let _ = writeln!(
+        w,
+        "### Two lcores each recycling: the spread over {n} runs\n"
+    );
+    let _ = writeln!(
+        w,
+        "These rows swing widely between runs on this VM (how the host places its two vCPUs decides \
+         what a cache line moving between them costs). `bench/run.sh` runs them {n} times: run 1 in \
+         the main `mempool_bench` run, the others as processes of their own (`ptr_ring` and \
+         `ring_mp_mc` only, the same rounds and seconds), after the autotest and after l2fwd:\n\n\
+         ```\n{}\n```\n\n\
+         Each cell: that run's ratio `ptr_ring / ring_mp_mc` [95% CI]. The runs disagree when their \
+         intervals share no value: such a row is not targets-grade, and the targets table does not \
+         count it. The DPDK-cache recycling rows are not here: DPDK's cache serves them (controls).\n",
+        d.meta("swing_cmd")
+    );
+    let _ = write!(w, "| row |");
+    for i in 1..=n {
+        let _ = write!(w, " run {i} |");
+    }
+    let _ = writeln!(w, " min / median / max | runs |");
+    let _ = writeln!(w, "|---|{}---|---|", "---|".repeat(n));
+    for (k, s) in &rows {
+        let _ = write!(w, "| {}: {} |", k.group.name(), k.describe());
+        for i in 1..=n as u32 {
+            let cell = s
+                .runs
+                .iter()
+                .find(|(r, _)| *r == i)
+                .map_or("-".into(), |(_, p)| {
+                    format!("{:.2}x [{:.2}-{:.2}]", p.median, p.lo, p.hi)
+                });
+            let _ = write!(w, " {cell} |");
+        }
+        let agree = if s.disagree() {
+            DISAGREE
+        } else {
+            "agree (intervals overlap)"
+        };
+        let _ = writeln!(
+            w,
+            " {:.2}x / {:.2}x / {:.2}x | {agree} |",
+            s.summary.min, s.summary.median, s.summary.max
+        );
+    }
+    let _ = writeln!(
+        w,
+        "\nThe machine during each run (`monitor.log`; run 1: the samples of the whole main run, every 15 s; the \
+         others: one sample spanning the run):\n"
+    );
+    for i in 1..=n as u32 {
+        let _ = writeln!(w, "* run {i}: {}", phase_state(d, &phase(i)));
+    }
+    let _ = writeln!(w);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench::matrix::{BASELINE, OURS};
+    use bench::record::{Group, Pattern, Record};
+
+    fn key() -> MempoolKey {
+        MempoolKey {
+            group: Group::NoCache,
+            pattern: Pattern::Recycle,
+            lcores: 2,
+            bulk: 1,
+            kept: 128,
+            cache: 0,
+        }
+    }
+
+    fn line(handler: &str, round: u32, rate: f64) -> Record {
+        data::test_round(key(), handler, round, rate)
+    }
+
+    /// Run 1 into `d.mempool`, the others into `d.reruns`; each run's
+    /// ratio is `ratio`, with a little per-round noise.
+    fn with_runs(ratios: &[f64]) -> Data {
+        let mut d = Data::default();
+        for (i, &ratio) in ratios.iter().enumerate() {
+            let mut one = Data::default();
+            for round in 1..=7 {
+                let noise = 1.0 + (round as f64 - 4.0) * 0.002;
+                one.add(Some(line(BASELINE, round, 10e6)));
+                one.add(Some(line(OURS, round, 10e6 * ratio * noise)));
+            }
+            if i == 0 {
+                d.mempool = one.mempool;
+            } else {
+                d.reruns.insert(i as u32 + 1, one.mempool);
+            }
+        }
+        d.monitor = vec![
+            "1 mempool_bench 3 1 -".into(),
+            "2 mempool_run2 40 12 cc1:40".into(),
+        ];
+        d
+    }
+
+    #[test]
+    fn runs_that_disagree_are_not_targets_grade() {
+        let d = with_runs(&[0.62, 0.80, 0.86]);
+        let s = spread(&d, &key()).unwrap();
+        assert_eq!(s.runs.len(), 3);
+        assert!((s.summary.min - 0.62).abs() < 0.01 && (s.summary.max - 0.86).abs() < 0.01);
+        assert!((s.summary.median - 0.80).abs() < 0.01);
+        assert!(s.disagree());
+        let mut w = String::new();
+        table(&mut w, &d);
+        assert!(w.contains(DISAGREE), "{w}");
+        assert!(
+            w.contains("run 2: 1 sample: other processes 40% of a CPU"),
+            "{w}"
+        );
+        assert!(w.contains("run 3: not sampled"), "{w}");
+    }
+
+    #[test]
+    fn runs_that_agree_and_a_single_run() {
+        let d = with_runs(&[0.80, 0.801, 0.799]);
+        assert!(!spread(&d, &key()).unwrap().disagree());
+        assert!(spread(&with_runs(&[0.8]), &key()).is_none());
+    }
+}
