@@ -190,7 +190,7 @@ mod tests {
             .all(|k| k.lcores == 2 && k.pattern == Pattern::Recycle));
         assert!(s.iter().any(|k| k.group == Group::NoCache && k.bulk == 1));
         assert!(!s.iter().any(|k| k.group == Group::Control));
-        assert_eq!(s.len(), 4);
+        assert_eq!(s.len(), 7);
     }
 
     #[test]
