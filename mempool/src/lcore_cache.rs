@@ -23,7 +23,7 @@
 //! (`pmd-glue`) always sets a size: 0, the cache off, unless the application
 //! asks for one.
 //!
-//! # Policies (implemented in `pool/get_put.rs` with the primitives here)
+//! # Policies (implemented in `pool/get.rs` and `pool/put.rs` with the primitives here)
 //! * get `k` with `k <= len`: pop from the stack (fast path).
 //! * get `k <= limit` with `k > len`: refill from the ring with one burst up
 //!   to `min(limit, k + limit/2)` objects, then pop.

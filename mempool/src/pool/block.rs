@@ -14,7 +14,7 @@ use crate::error::PoolError;
 use crate::inflight::SharedCounters;
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::PtrRing;
-use crate::shutdown::Shutdown;
+use crate::shutdown::{Shutdown, GET_BOUND, PUT_BOUND};
 use crate::sync::{AtomicU64, Ordering};
 use crate::validation::{Bitmap, Validator};
 
@@ -293,5 +293,49 @@ impl PoolCore {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).shutdown));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).validator_hdr));
         }
+    }
+}
+
+/// Which cache slot a fast path may use.
+impl PoolCore {
+    /// [`cache`](PoolCore::cache) for the inlined fast paths: `None` also in
+    /// validation mode (every operation must then take the checked path).
+    #[inline(always)]
+    pub(super) fn fast_cache(&self, lcore: u32) -> Option<&LcoreCache> {
+        // SAFETY: `fast_lcores <= max_lcores`.
+        unsafe { self.cache_below(lcore, self.hdr.fast_lcores) }
+    }
+
+    /// Whether `lcore` has a slot on the cache-off get path (`put`: the put
+    /// path) now: `false` for a caller without one, in validation mode and
+    /// once the pool is past the state that path serves. A caller that saw
+    /// [`try_get_direct`](PoolCore::try_get_direct) fail for a bulk uses it
+    /// to choose between [`try_get_shared`](PoolCore::try_get_shared) and
+    /// `get`.
+    #[inline(always)]
+    pub fn has_direct_slot(&self, lcore: u32, put: bool) -> bool {
+        self.direct_slot(lcore, if put { PUT_BOUND } else { GET_BOUND })
+            .is_some()
+    }
+
+    /// The counters' slot of `lcore` for the cache-off fast paths, `None`
+    /// past the bound `which` of `Shutdown::direct_bound`: a caller
+    /// without a slot, validation mode, and a pool past the state that path
+    /// serves (gets: `Active`; puts: until `Released`), all in one check.
+    /// The caller then takes the path for callers without a slot, which
+    /// checks the state itself.
+    #[inline(always)]
+    pub(super) fn direct_slot(&self, lcore: u32, which: usize) -> Option<&LcoreCache> {
+        // SAFETY: the bound is 0 or `fast_lcores <= max_lcores`.
+        unsafe { self.cache_below(lcore, self.shutdown.direct_bound(which)) }
+    }
+
+    /// Whether the handler cache is off (`cache_size == 0`): the fast paths
+    /// are then
+    /// [`try_get_direct`](PoolCore::try_get_direct) /
+    /// [`try_put_direct`](PoolCore::try_put_direct), straight to the ring.
+    #[inline(always)]
+    pub fn is_direct(&self) -> bool {
+        self.hdr.direct
     }
 }

@@ -39,11 +39,11 @@
 //! * this one: the pool's header and the accessors of its configuration;
 //! * `block.rs`: placing the pool in its block ([`PoolCore::init`],
 //!   [`PoolCore::attach`]) and reaching each part of it;
-//! * `get_put.rs`: [`PoolCore::get`] / [`PoolCore::put`] and their slow
-//!   paths, cache flushes;
-//! * `fast_path.rs`: the inlined fast paths for callers that want them in
-//!   their own entry points ([`PoolCore::try_get_cached`] and the others);
-//! * `validated.rs`: get and put in validation mode;
+//! * `get.rs` / `put.rs`: every way of getting / putting objects, each
+//!   with a route table at its top: the fast paths a caller inlines
+//!   ([`PoolCore::try_get_cached`] and the others), the checked entry
+//!   ([`PoolCore::get`] / [`PoolCore::put`]) and its slow paths,
+//!   validation mode, and (`put.rs`) the cache flushes;
 //! * `accounting.rs`: counts, inflight and [`PoolStats`];
 //! * `chunks.rs`: chunk registration, IOVA look-ups and DMA mapping;
 //! * `shutdown.rs`: the shutdown driver ([`PoolCore::begin_drain`],
@@ -54,12 +54,11 @@
 mod accounting;
 mod block;
 mod chunks;
-mod fast_path;
-mod get_put;
+mod get;
 mod heap;
 mod identity;
+mod put;
 mod shutdown;
-mod validated;
 
 pub use accounting::PoolStats;
 pub use heap::HeapPool;

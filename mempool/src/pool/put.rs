@@ -1,5 +1,19 @@
-//! [`PoolCore::put`] and [`PoolCore::get`]: an lcore's own cache first, the
-//! ring behind it, and the cache flushes.
+//! Every way of putting objects back into a [`PoolCore`], in the order a
+//! caller tries them (as in `get.rs`), then the cache flushes.
+//!
+//! # Routes
+//! | caller | entry | what happens |
+//! |---|---|---|
+//! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_put_cached`] | push onto the lcore's own cache if they fit under its limit |
+//! | handler cache on, any bulk | [`PoolCore::try_put_cached_bulk`] | the same, `memcpy` above 8 objects |
+//! | handler cache off, an lcore with a slot | [`PoolCore::try_put_direct`] | the ring, counted on the lcore's own line |
+//! | no slot, one object | [`PoolCore::try_put_direct`] | the ring, the shared release counter |
+//! | no slot, a bulk | [`PoolCore::try_put_shared`] | the same, for bulks |
+//! | whatever a fast path refused | [`PoolCore::put`] | validation mode: `put_validated` (each object checked, in batches); a cache: `try_put`, else `put_slow` (flush the top of the stack, or the ring for an oversized bulk or a closed cache); no cache: `put_ring` |
+//!
+//! Each path counts the release last: once the count is visible a
+//! concurrent deferred release may free the pool, so nothing touches it
+//! after that.
 
 use core::ffi::c_void;
 
@@ -9,8 +23,11 @@ use crate::inflight;
 use crate::iova::VirtAddr;
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::RingError;
-use crate::shutdown::PoolState;
+use crate::shutdown::{PoolState, PUT_BOUND};
 use crate::validation::RejectKind;
+
+/// Objects checked per inner put in validation mode (a stack buffer).
+const VALIDATE_BATCH: usize = 32;
 
 fn put_error(e: RingError, n: usize) -> PoolError {
     match e {
@@ -20,6 +37,91 @@ fn put_error(e: RingError, n: usize) -> PoolError {
 }
 
 impl PoolCore {
+    /// The put fast path alone (see [`try_get_cached`](PoolCore::try_get_cached)):
+    /// with the handler cache on, pushes `objs` (at most 8) onto lcore
+    /// `lcore`'s cache when validation is off and they fit under its limit;
+    /// otherwise returns `false`, having changed nothing, and the caller
+    /// calls [`put`](PoolCore::put).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_cached(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_put_small(objs) },
+            _ => false,
+        }
+    }
+
+    /// [`try_put_cached`](PoolCore::try_put_cached) for any bulk size (see
+    /// [`try_get_cached_bulk`](PoolCore::try_get_cached_bulk)).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_cached_bulk(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_put(objs) },
+            _ => false,
+        }
+    }
+
+    /// With the handler cache off: puts `objs` straight into the ring
+    /// (validation off), counted on the lcore's own line. Returns `false`,
+    /// having changed nothing, where
+    /// [`put`](PoolCore::put) must decide (and report): a released pool, a
+    /// null object, a ring without room (more objects back than went out),
+    /// validation mode, a bulk from a caller without a cache slot (one
+    /// object from such a caller is counted on the shared release counter).
+    ///
+    /// Meant for direct pools, as
+    /// [`try_get_direct`](PoolCore::try_get_direct).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        let Some(c) = self.direct_slot(lcore, PUT_BOUND) else {
+            return objs.len() == 1 && self.try_put_shared(objs);
+        };
+        let ring = self.ring();
+        let ok = if objs.len() == 1 {
+            ring.enqueue_one(objs[0]).is_ok()
+        } else {
+            ring.enqueue_bulk(objs).is_ok()
+        };
+        if !ok {
+            return false;
+        }
+        // The last touch of the pool: once the count is visible a
+        // concurrent deferred release may free it (see `Shutdown`).
+        c.count_release(objs.len());
+        true
+    }
+
+    /// [`try_put_direct`](PoolCore::try_put_direct) for a caller without a
+    /// cache slot, as [`try_get_shared`](PoolCore::try_get_shared).
+    #[inline(always)]
+    pub fn try_put_shared(&self, objs: &[*mut c_void]) -> bool {
+        if self.hdr.validate || !self.shutdown.state().takes_puts() {
+            return false;
+        }
+        let ring = self.ring();
+        let ok = if objs.len() == 1 {
+            ring.enqueue_one(objs[0]).is_ok()
+        } else {
+            ring.enqueue_bulk_inline(objs).is_ok()
+        };
+        if !ok {
+            return false;
+        }
+        // The last touch of the pool (see `try_put_direct`).
+        inflight::shared_add(&self.any.release, objs.len());
+        true
+    }
+
     /// Returns `objs` to the pool on behalf of lcore `lcore` (its own cache
     /// first; the ring for an id without a cache).
     ///
@@ -164,137 +266,88 @@ impl PoolCore {
         Ok(())
     }
 
-    /// Takes exactly `out.len()` objects for lcore `lcore` (its own cache
-    /// first, refilled from the ring; the ring for an id without a cache).
-    ///
-    /// On failure `out` holds nothing usable and no object was lost or
-    /// duplicated: [`PoolError::Exhausted`] when the ring plus the caller's
-    /// own cache hold fewer than asked (objects may have moved from the ring
-    /// into that cache), [`PoolError::NotActive`] once the pool drains.
-    ///
-    /// # Safety
-    /// No other thread uses the same `lcore` id (below `max_lcores`) at the
-    /// same time.
-    ///
-    /// # Examples
-    /// ```
-    /// # use core::ffi::c_void;
-    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
-    /// # let mem = vec![[0u64; 8]; 64];
-    /// # let base = VirtAddr::of(mem.as_ptr());
-    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
-    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
-    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
-    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
-    /// # pool.register_chunk(spec)?;
-    /// # pool.put_any(&objs)?;
-    /// use mempool::PoolError;
-    ///
-    /// let mut a = [core::ptr::null_mut(); 4];
-    /// // SAFETY: no other thread uses lcore id 1.
-    /// unsafe { pool.get(1, &mut a) }?;
-    /// // Lcore 1's cache took a burst from the ring, for this get and the next.
-    /// assert!(pool.cache_len(1) > 0);
-    ///
-    /// // Without an lcore id (`get_any`, or an id without a cache): the ring.
-    /// let mut b = [core::ptr::null_mut(); 4];
-    /// pool.get_any(&mut b)?;
-    /// assert_eq!(pool.inflight(), 8);
-    ///
-    /// // All or nothing: more than the ring holds fails and takes nothing.
-    /// let mut all = vec![core::ptr::null_mut(); 64];
-    /// assert!(matches!(pool.get_any(&mut all), Err(PoolError::Exhausted { .. })));
-    /// assert_eq!(pool.inflight(), 8);
-    /// # Ok::<(), mempool::PoolError>(())
-    /// ```
-    #[inline]
-    pub unsafe fn get(&self, lcore: u32, out: &mut [*mut c_void]) -> Result<(), PoolError> {
-        if self.hdr.validate {
-            // SAFETY: forwarded caller contract.
-            return unsafe { self.get_validated(lcore, out) };
-        }
-        // SAFETY: forwarded caller contract.
-        unsafe { self.get_unvalidated(lcore, out) }
-    }
-
-    /// [`get`](PoolCore::get) for a caller without an lcore id: always the ring.
-    #[inline]
-    pub fn get_any(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
-        // SAFETY: `u32::MAX` never selects a cache.
-        unsafe { self.get(u32::MAX, out) }
-    }
-
-    #[inline(always)]
-    pub(super) unsafe fn get_unvalidated(
+    #[inline(never)]
+    pub(super) unsafe fn put_validated(
         &self,
         lcore: u32,
-        out: &mut [*mut c_void],
+        objs: &[*mut c_void],
     ) -> Result<(), PoolError> {
-        match self.cache(lcore) {
-            // SAFETY: the caller owns this lcore's cache.
-            Some(c) => unsafe {
-                if c.try_get(out) {
-                    Ok(())
-                } else {
-                    self.get_slow(c, out)
+        if !self.shutdown.state().takes_puts() {
+            return Err(self.after_release(objs));
+        }
+        let mut buf = [core::ptr::null_mut::<c_void>(); VALIDATE_BATCH];
+        let mut k = 0;
+        let mut rejected = 0;
+        let mut first = None;
+        for &o in objs {
+            let verdict = match self.owns(o) {
+                None => Err(RejectKind::Foreign),
+                Some(idx) if self.validator().mark_home(idx) => Ok(()),
+                Some(_) => Err(RejectKind::DoubleFree),
+            };
+            match verdict {
+                Ok(()) => {
+                    buf[k] = o;
+                    k += 1;
+                    if k == VALIDATE_BATCH {
+                        // Keep the newest accepted object back: while one
+                        // object of this call is still out, the pool cannot
+                        // reach inflight 0 and be released under the rest
+                        // of the loop (which still reads the validator).
+                        // SAFETY: forwarded caller contract.
+                        if let Err(e) = unsafe { self.put_checked_batch(lcore, &buf[..k - 1]) } {
+                            // The held-back object was marked home but goes
+                            // nowhere: out again, like the batch.
+                            self.mark_out_all(&buf[k - 1..k]);
+                            return Err(e);
+                        }
+                        buf[0] = buf[k - 1];
+                        k = 1;
+                    }
                 }
-            },
-            None => self.get_ring(out),
-        }
-    }
-
-    /// Get without a cache: straight from the ring, shared counter.
-    #[inline(never)]
-    fn get_ring(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
-        let state = self.shutdown.state();
-        if !state.serves_gets() {
-            return Err(PoolError::NotActive { state });
-        }
-        let ring = self.ring();
-        ring.dequeue_bulk(out).map_err(|_| PoolError::Exhausted {
-            requested: out.len(),
-            available: ring.len(),
-        })?;
-        inflight::shared_add(&self.any.hold, out.len());
-        Ok(())
-    }
-
-    /// Get that missed the fast path: refill, or an oversized bulk.
-    #[inline(never)]
-    unsafe fn get_slow(&self, c: &LcoreCache, out: &mut [*mut c_void]) -> Result<(), PoolError> {
-        let state = self.shutdown.state();
-        if !state.serves_gets() {
-            return Err(PoolError::NotActive { state });
-        }
-        let ring = self.ring();
-        let n = out.len();
-        let limit = c.limit();
-        if n <= limit {
-            // Refill in one burst to half a cache above the request.
-            // SAFETY: the caller owns the cache; target <= limit <= cache_size.
-            unsafe { c.refill(ring, limit.min(n + limit / 2)) };
-            if c.len() >= n {
-                // SAFETY: owner; checked just above.
-                unsafe { c.pop(out) };
-                return Ok(());
+                Err(kind) => {
+                    self.validator().count(kind, 1);
+                    rejected += 1;
+                    first.get_or_insert((kind, o));
+                }
             }
-            return Err(PoolError::Exhausted {
-                requested: n,
-                available: c.len() + ring.len(),
-            });
         }
-        // Oversized: the ring supplies what the cache lacks, all or nothing.
-        let have = c.len();
-        let need = n - have;
-        ring.dequeue_bulk(&mut out[..need])
-            .map_err(|_| PoolError::Exhausted {
-                requested: n,
-                available: have + ring.len(),
-            })?;
-        // SAFETY: owner; `out[need..]` has exactly `have` slots.
-        unsafe { c.take_all_uncounted(&mut out[need..]) };
-        c.count_hold(n);
-        Ok(())
+        // The last touch of the pool: once these are back a concurrent
+        // deferred release may free it (see `Shutdown`). Nothing is put when
+        // every object was rejected.
+        if k > 0 {
+            // SAFETY: forwarded caller contract.
+            unsafe { self.put_checked_batch(lcore, &buf[..k]) }?;
+        }
+        match first {
+            None => Ok(()),
+            Some((kind, o)) => Err(PoolError::Rejected {
+                requested: objs.len(),
+                rejected,
+                kind,
+                first: VirtAddr::of(o),
+            }),
+        }
+    }
+
+    /// Inserts objects validation accepted; marks them out again if the
+    /// insertion fails.
+    unsafe fn put_checked_batch(&self, lcore: u32, batch: &[*mut c_void]) -> Result<(), PoolError> {
+        // SAFETY: forwarded caller contract.
+        let r = unsafe { self.put_unvalidated(lcore, batch) };
+        if r.is_err() {
+            self.mark_out_all(batch);
+        }
+        r
+    }
+
+    /// Marks accepted objects out again (their insertion failed).
+    fn mark_out_all(&self, objs: &[*mut c_void]) {
+        for &o in objs {
+            if let Some(idx) = self.owns(o) {
+                self.validator().mark_out(idx);
+            }
+        }
     }
 
     /// Gives all objects of `lcore`'s cache back to the ring. Returns how

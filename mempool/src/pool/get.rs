@@ -1,0 +1,303 @@
+//! Every way of getting objects from a [`PoolCore`], in the order a
+//! caller tries them: the fast paths a DPDK callback inlines, then the
+//! checked entry [`PoolCore::get`] with its slow paths, then validation
+//! mode.
+//!
+//! # Routes
+//! | caller | entry | what happens |
+//! |---|---|---|
+//! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_get_cached`] | pop from the lcore's own cache, inline copies; `false` on a miss |
+//! | handler cache on, any bulk | [`PoolCore::try_get_cached_bulk`] | the same, `memcpy` above 8 objects |
+//! | handler cache off, an lcore with a slot | [`PoolCore::try_get_direct`] | the ring, counted on the lcore's own line |
+//! | no slot (a non-EAL thread, an id past `max_lcores`), one object | [`PoolCore::try_get_direct`] | the ring, the shared hold counter |
+//! | no slot, a bulk | [`PoolCore::try_get_shared`] | the same, for bulks |
+//! | whatever a fast path refused | [`PoolCore::get`] | validation mode: `get_validated`; a cache: `try_get`, else `get_slow` (refill in one burst, or the ring supplies what an oversized bulk lacks); no cache: `get_ring` |
+//!
+//! Every fast path either completes the get or returns `false` having
+//! changed nothing; `get` decides and reports the rest (a draining pool,
+//! too few objects). The fast paths are split by how a caller inlines
+//! them (no stack frame for single objects, one call site per ring
+//! operation): see `bench/NOTES.md` for the measurements.
+
+use core::ffi::c_void;
+
+use super::PoolCore;
+use crate::error::PoolError;
+use crate::inflight;
+use crate::lcore_cache::LcoreCache;
+use crate::shutdown::GET_BOUND;
+
+impl PoolCore {
+    /// The get fast path alone, for a caller that wants it inlined into its
+    /// own entry point: with the handler cache on, pops `out.len()` objects
+    /// (at most 8; the copy is inline, with no call) from lcore `lcore`'s
+    /// cache when validation is off and the cache holds enough. Returns
+    /// `false`, having changed nothing, in every other case (a miss, a
+    /// caller without an lcore id, validation mode, the cache off); the
+    /// caller then calls [`get`](PoolCore::get), which handles them all.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    ///
+    /// # Examples
+    /// The pattern of an entry point that inlines the fast paths:
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// let mut one = [core::ptr::null_mut()];
+    /// // SAFETY: no other thread uses lcore id 0.
+    /// unsafe {
+    ///     if !pool.try_get_cached(0, &mut one) {
+    ///         pool.get(0, &mut one)?; // a miss: `get` refills the cache
+    ///     }
+    ///     // The cache has room now: the put stays on the fast path.
+    ///     assert!(pool.try_put_cached(0, &one));
+    /// }
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn try_get_cached(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_get_small(out) },
+            _ => false,
+        }
+    }
+
+    /// [`try_get_cached`](PoolCore::try_get_cached) for any bulk size: the
+    /// copy is a `memcpy` call above 8 objects, so a caller inlines this in
+    /// an entry point of its own (one with a stack frame) for the bulks
+    /// above 8, and `try_get_cached` in the frameless one.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    #[inline(always)]
+    pub unsafe fn try_get_cached_bulk(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        match self.fast_cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) if !self.hdr.direct => unsafe { c.try_get(out) },
+            _ => false,
+        }
+    }
+
+    /// With the handler cache off: takes `out.len()` objects straight from
+    /// the ring (validation off), counted on the lcore's own line, with no
+    /// shared write beyond the ring's. Returns `false`, having changed
+    /// nothing, where [`get`](PoolCore::get) must decide (and report): a
+    /// draining pool, too few objects, validation mode, a bulk from a caller
+    /// without a cache slot (one object from such a caller is counted on
+    /// the shared hold counter, as `get` counts it).
+    ///
+    /// Meant for pools where [`is_direct`](PoolCore::is_direct) holds (the
+    /// caller checks it once to choose its path); with the handler cache on
+    /// it is still correct, the objects only bypassing the cache.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    #[inline(always)]
+    pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        let Some(c) = self.direct_slot(lcore, GET_BOUND) else {
+            return out.len() == 1 && self.try_get_shared(out);
+        };
+        let ring = self.ring();
+        if out.len() == 1 {
+            let Some(obj) = ring.dequeue_one() else {
+                return false;
+            };
+            out[0] = obj;
+        } else if ring.dequeue_bulk(out).is_err() {
+            return false;
+        }
+        c.count_hold(out.len());
+        true
+    }
+
+    /// [`try_get_direct`](PoolCore::try_get_direct) for a caller without a
+    /// cache slot (a non-EAL thread, an lcore id past `max_lcores`): what
+    /// `get` does for it (the ring, the shared hold counter), without the
+    /// checked entry. `false`, having changed nothing, in validation mode
+    /// and wherever `get` must decide. Correct for any caller, but meant
+    /// for those without a slot (see [`has_direct_slot`](PoolCore::has_direct_slot)):
+    /// `try_get_direct` serves single objects for them itself, a caller
+    /// inlines this for their bulks into a function of its own. It uses
+    /// the ring's always-inlined bulk operations: with a second call site
+    /// of the plain ones the compiler would stop inlining them into the
+    /// lcore path (measured: 30 instructions more per bulk of 32), and
+    /// making those always inlined costs the lcore path the `memcpy` the
+    /// compiler makes of their copy loop (6 instructions more per bulk of
+    /// 32).
+    #[inline(always)]
+    pub fn try_get_shared(&self, out: &mut [*mut c_void]) -> bool {
+        if self.hdr.validate || !self.shutdown.state().serves_gets() {
+            return false;
+        }
+        let ring = self.ring();
+        if out.len() == 1 {
+            let Some(obj) = ring.dequeue_one() else {
+                return false;
+            };
+            out[0] = obj;
+        } else if ring.dequeue_bulk_inline(out).is_err() {
+            return false;
+        }
+        inflight::shared_add(&self.any.hold, out.len());
+        true
+    }
+
+    /// Takes exactly `out.len()` objects for lcore `lcore` (its own cache
+    /// first, refilled from the ring; the ring for an id without a cache).
+    ///
+    /// On failure `out` holds nothing usable and no object was lost or
+    /// duplicated: [`PoolError::Exhausted`] when the ring plus the caller's
+    /// own cache hold fewer than asked (objects may have moved from the ring
+    /// into that cache), [`PoolError::NotActive`] once the pool drains.
+    ///
+    /// # Safety
+    /// No other thread uses the same `lcore` id (below `max_lcores`) at the
+    /// same time.
+    ///
+    /// # Examples
+    /// ```
+    /// # use core::ffi::c_void;
+    /// # use mempool::{ChunkSpec, HeapPool, PoolConfig, VirtAddr, VirtRange};
+    /// # let mem = vec![[0u64; 8]; 64];
+    /// # let base = VirtAddr::of(mem.as_ptr());
+    /// # let objs: Vec<*mut c_void> = mem.iter().map(|o| o.as_ptr() as *mut c_void).collect();
+    /// // 64 objects, lcores 0 and 1 with a cache, populated as in `HeapPool`'s example.
+    /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
+    /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
+    /// # pool.register_chunk(spec)?;
+    /// # pool.put_any(&objs)?;
+    /// use mempool::PoolError;
+    ///
+    /// let mut a = [core::ptr::null_mut(); 4];
+    /// // SAFETY: no other thread uses lcore id 1.
+    /// unsafe { pool.get(1, &mut a) }?;
+    /// // Lcore 1's cache took a burst from the ring, for this get and the next.
+    /// assert!(pool.cache_len(1) > 0);
+    ///
+    /// // Without an lcore id (`get_any`, or an id without a cache): the ring.
+    /// let mut b = [core::ptr::null_mut(); 4];
+    /// pool.get_any(&mut b)?;
+    /// assert_eq!(pool.inflight(), 8);
+    ///
+    /// // All or nothing: more than the ring holds fails and takes nothing.
+    /// let mut all = vec![core::ptr::null_mut(); 64];
+    /// assert!(matches!(pool.get_any(&mut all), Err(PoolError::Exhausted { .. })));
+    /// assert_eq!(pool.inflight(), 8);
+    /// # Ok::<(), mempool::PoolError>(())
+    /// ```
+    #[inline]
+    pub unsafe fn get(&self, lcore: u32, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        if self.hdr.validate {
+            // SAFETY: forwarded caller contract.
+            return unsafe { self.get_validated(lcore, out) };
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { self.get_unvalidated(lcore, out) }
+    }
+
+    /// [`get`](PoolCore::get) for a caller without an lcore id: always the ring.
+    #[inline]
+    pub fn get_any(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        // SAFETY: `u32::MAX` never selects a cache.
+        unsafe { self.get(u32::MAX, out) }
+    }
+
+    #[inline(always)]
+    pub(super) unsafe fn get_unvalidated(
+        &self,
+        lcore: u32,
+        out: &mut [*mut c_void],
+    ) -> Result<(), PoolError> {
+        match self.cache(lcore) {
+            // SAFETY: the caller owns this lcore's cache.
+            Some(c) => unsafe {
+                if c.try_get(out) {
+                    Ok(())
+                } else {
+                    self.get_slow(c, out)
+                }
+            },
+            None => self.get_ring(out),
+        }
+    }
+
+    /// Get without a cache: straight from the ring, shared counter.
+    #[inline(never)]
+    fn get_ring(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        let state = self.shutdown.state();
+        if !state.serves_gets() {
+            return Err(PoolError::NotActive { state });
+        }
+        let ring = self.ring();
+        ring.dequeue_bulk(out).map_err(|_| PoolError::Exhausted {
+            requested: out.len(),
+            available: ring.len(),
+        })?;
+        inflight::shared_add(&self.any.hold, out.len());
+        Ok(())
+    }
+
+    /// Get that missed the fast path: refill, or an oversized bulk.
+    #[inline(never)]
+    unsafe fn get_slow(&self, c: &LcoreCache, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+        let state = self.shutdown.state();
+        if !state.serves_gets() {
+            return Err(PoolError::NotActive { state });
+        }
+        let ring = self.ring();
+        let n = out.len();
+        let limit = c.limit();
+        if n <= limit {
+            // Refill in one burst to half a cache above the request.
+            // SAFETY: the caller owns the cache; target <= limit <= cache_size.
+            unsafe { c.refill(ring, limit.min(n + limit / 2)) };
+            if c.len() >= n {
+                // SAFETY: owner; checked just above.
+                unsafe { c.pop(out) };
+                return Ok(());
+            }
+            return Err(PoolError::Exhausted {
+                requested: n,
+                available: c.len() + ring.len(),
+            });
+        }
+        // Oversized: the ring supplies what the cache lacks, all or nothing.
+        let have = c.len();
+        let need = n - have;
+        ring.dequeue_bulk(&mut out[..need])
+            .map_err(|_| PoolError::Exhausted {
+                requested: n,
+                available: have + ring.len(),
+            })?;
+        // SAFETY: owner; `out[need..]` has exactly `have` slots.
+        unsafe { c.take_all_uncounted(&mut out[need..]) };
+        c.count_hold(n);
+        Ok(())
+    }
+
+    #[inline(never)]
+    pub(super) unsafe fn get_validated(
+        &self,
+        lcore: u32,
+        out: &mut [*mut c_void],
+    ) -> Result<(), PoolError> {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.get_unvalidated(lcore, out) }?;
+        for &o in out.iter() {
+            if let Some(idx) = self.owns(o) {
+                self.validator().mark_out(idx);
+            }
+        }
+        Ok(())
+    }
+}
