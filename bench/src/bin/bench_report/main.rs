@@ -16,6 +16,7 @@ mod data;
 mod index;
 mod machine;
 mod tables;
+mod vhost;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
