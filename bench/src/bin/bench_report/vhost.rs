@@ -14,6 +14,8 @@ use crate::data::{self, Data, E2eRuns};
 /// The app name of these rows in `e2e.csv`.
 pub const APP: &str = "testpmd-vhost";
 
+const TITLE: &str = "## End to end over vhost-user (two testpmd processes)";
+
 /// Handler columns after `ptr_ring`, in table order (those present).
 const OTHERS: &[&str] = &[BASELINE, "stack"];
 
@@ -35,9 +37,12 @@ pub fn section(w: &mut String, d: &Data) {
         .filter(|k| k.app == APP)
         .collect();
     if keys.is_empty() {
+        if let Some(why) = d.meta.get("vhost_skip") {
+            let _ = writeln!(w, "{TITLE}\n\n{why}.\n");
+        }
         return;
     }
-    let _ = writeln!(w, "## End to end over vhost-user (two testpmd processes)\n");
+    let _ = writeln!(w, "{TITLE}\n");
     let _ = writeln!(
         w,
         "```\n{}\n{}\n```\n",
@@ -167,5 +172,14 @@ mod tests {
         // ptr_ring 1.1-1.3 against stack's 2.0: 0.60x in the middle round.
         assert!(w.contains("| 0.60x ["), "{w}");
         assert!(w.contains("control: the handler was not called"));
+        // A release where the rows could not run says why.
+        let mut d = Data::default();
+        d.meta.insert(
+            "vhost_skip".into(),
+            "left out: the first run failed twice".into(),
+        );
+        let mut w = String::new();
+        section(&mut w, &d);
+        assert!(w.contains("left out: the first run failed twice."));
     }
 }
