@@ -13,14 +13,17 @@
 #      DPDK's cache on both, --burst=512 (bypasses DPDK's cache), ptr_ring's
 #      own cache against no cache (labelled as such), and a net_null + net_ring
 #      pipeline where mbufs are allocated on one lcore and freed on another;
+#      then (bench/vhost.sh) two testpmd processes over vhost-user, the
+#      handler under test on the virtio-user side (1024-descriptor rings),
+#      ptr_ring against ring_mp_mc and stack;
 #   4. DPDK's l2fwd example on the net_null ports (cache 256 on both);
 #   5. perf profiles of the mempool_bench rows that miss a target;
 # and writes the full report of the run for the DPDK release it ran on,
 # bench/results/dpdk-<release>/RESULTS.md and ratios.svg, and that release's
 # section of bench/RESULTS.md (one section per release measured: the others
-# are kept). Raw data and logs go to build/bench/. About 17 minutes on a
-# quiet 2-CPU machine (a few more from 24.11 on), plus the wait for a quiet
-# machine.
+# are kept). Raw data and logs go to build/bench/. About 20 minutes on a
+# quiet 2-CPU machine (3 of them the vhost-user rows; a few more from 24.11
+# on), plus the wait for a quiet machine.
 #
 #   bash bench/run.sh                                  (or: make bench) DPDK of this machine
 #   bash scripts/dpdk-root.sh trixie bash bench/run.sh    DPDK 24.11, in a Debian root
@@ -35,6 +38,9 @@
 #   BENCH_SWING_RUNS=3       runs of the two-lcore recycling rows, 1 to 3 (1: only the main one)
 #   BENCH_E2E_ROUNDS=4       testpmd / l2fwd runs per handler
 #   BENCH_E2E_HANDLERS="ring_mp_mc ptr_ring"
+#   BENCH_VHOST_ROUNDS=3     vhost-user runs per handler (0: skip them)
+#   BENCH_VHOST_ONLY=1       build, run only the vhost-user rows (bench/vhost.sh) and
+#                            the report, into build/bench-vhost/ (RESULTS.md there)
 #   TESTPMD_SECONDS=3        1-second samples per testpmd run
 #   L2FWD_SECONDS=3          1-second statistics intervals per l2fwd run
 #   AUTOTEST_CLOCK_SCALE=20  how much faster mempool_perf_autotest's cases run (0: skip it)
@@ -64,7 +70,9 @@ quick=${BENCH_QUICK:-0}
 if [[ $quick == 1 ]]; then
     : "${BENCH_ROUNDS:=3}" "${BENCH_SECS:=0.05}" "${BENCH_E2E_ROUNDS:=1}" "${TESTPMD_SECONDS:=2}" "${L2FWD_SECONDS:=2}"
     : "${BENCH_QUIET_WAIT:=0}" "${BENCH_PROFILE_MAX:=1}" "${AUTOTEST_CLOCK_SCALE:=100}" "${AUTOTEST_CORES:=1}"
+    : "${BENCH_VHOST_ROUNDS:=1}"
 fi
+export BENCH_VHOST_ROUNDS=${BENCH_VHOST_ROUNDS:-3}
 rounds=${BENCH_ROUNDS:-11}
 secs=${BENCH_SECS:-0.3}
 only=${BENCH_ONLY:-}
@@ -123,6 +131,24 @@ fi
 clock_so=$out/autotest-clock.so
 if [[ ! -f $clock_so || bench/autotest-clock.c -nt $clock_so ]]; then
     cc -O2 -shared -fPIC -o "$clock_so" bench/autotest-clock.c -ldl
+fi
+# BENCH_VHOST_ONLY=1: the vhost-user rows alone, and their report, into
+# build/bench-vhost/ (build/bench/ and bench/RESULTS.md are left alone).
+if [[ ${BENCH_VHOST_ONLY:-0} == 1 ]]; then
+    vout=$repo/build/bench-vhost
+    rm -rf "$vout"
+    mkdir -p "$vout"
+    {
+        echo "command=BENCH_VHOST_ONLY=1 $run_cmd"
+        echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo "dpdk=$dpdk_version ($dpdk_origin)"
+        echo "dpdk_release=$dpdk_release"
+        echo "git=$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    } >"$vout/meta.env"
+    step "vhost-user rows only (BENCH_VHOST_ONLY=1), into $vout"
+    bash bench/vhost.sh --out "$vout"
+    "$report_bin" --dir "$vout" --out "$vout/RESULTS.md"
+    exit 0
 fi
 rm -rf "$logs" "$out/profile"
 rm -f "$out"/{mempool.csv,e2e.csv,autotest.csv,meta.env,monitor.log,phase} "$out"/mempool-run*.csv
@@ -512,6 +538,12 @@ for ((r = 1; r <= e2e_rounds; r++)); do
     testpmd_variant testpmd ownvsnone ptr_ring "$r"
 done
 grep '^e2e2,testpmd,mbcache=0,ring_mp_mc,' "$out/e2e.csv" | sed 's/,mbcache=0,/,ownvsnone,/' >>"$out/e2e.csv" || true
+# Over vhost-user: the PMD's rings hold more mbufs than the cache.
+if ((BENCH_VHOST_ROUNDS > 0)); then
+    step "3/5 (vhost-user) dpdk-testpmd pairs: $BENCH_VHOST_ROUNDS rounds x 3 handlers x 2 settings (about $((BENCH_VHOST_ROUNDS * 6 * (TESTPMD_SECONDS + 7))) s)"
+    set_phase vhost
+    bash bench/vhost.sh --out "$out" || say "the vhost-user rows stopped early; see $logs/testpmd-vhost-*"
+fi
 
 # ------------------------------------------------------------ 4. l2fwd
 # l2fwd_mpps HANDLER LOG: runs l2fwd until it printed L2FWD_SECONDS+2 statistics

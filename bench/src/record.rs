@@ -5,7 +5,7 @@
 //! ```text
 //! # format=2
 //! mempool2,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<position>,<objects/s>,<on_cpu>,<handler_share>
-//! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>
+//! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>[,<handler_share>]
 //! mempool2skip,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<reason>
 //! ```
 //!
@@ -21,7 +21,9 @@
 //!   thread spent on its CPU.
 //! * `handler_share`: objects the handler handed out / objects the
 //!   application got (from `ptr_ring`'s own counters; `-1` where unknown).
-//!   Near 0 means DPDK's cache served (almost) everything.
+//!   Near 0 means DPDK's cache served (almost) everything. In `e2e2` lines
+//!   (optional; `testpmd-vhost` writes it): objects `ptr_ring` handed out
+//!   per packet sent.
 //! * `mempool2skip`: a handler asked for that did not run in that row
 //!   (not registered in the process, or it refused the pool or failed a
 //!   run), and why (free text, commas written as `;`).
@@ -323,6 +325,8 @@ pub enum Record {
         round: u32,
         /// Forwarding rate in Mpps.
         rate: f64,
+        /// Objects the handler handed out per packet (-1: unknown).
+        handler_share: f64,
     },
 }
 
@@ -393,17 +397,25 @@ impl Record {
                     reason: rest[1..].join(","),
                 })
             }
-            ["e2e2", app, variant, handler, dc, hc, round, rate] => Some(Record::E2e {
-                key: E2eKey {
-                    app: app.to_string(),
-                    variant: variant.to_string(),
-                },
-                handler: handler.to_string(),
-                dpdk_cache: dc.to_string(),
-                handler_cache: hc.to_string(),
-                round: round.parse().ok()?,
-                rate: rate.parse().ok()?,
-            }),
+            ["e2e2", app, variant, handler, dc, hc, round, rate, share @ ..]
+                if share.len() <= 1 =>
+            {
+                Some(Record::E2e {
+                    key: E2eKey {
+                        app: app.to_string(),
+                        variant: variant.to_string(),
+                    },
+                    handler: handler.to_string(),
+                    dpdk_cache: dc.to_string(),
+                    handler_cache: hc.to_string(),
+                    round: round.parse().ok()?,
+                    rate: rate.parse().ok()?,
+                    handler_share: match share {
+                        [s] => s.parse().ok()?,
+                        _ => -1.0,
+                    },
+                })
+            }
             ["e2e", app, variant, handler, round, rate] => Some(Record::E2e {
                 key: E2eKey {
                     app: app.to_string(),
@@ -414,6 +426,7 @@ impl Record {
                 handler_cache: "?".into(),
                 round: round.parse().ok()?,
                 rate: rate.parse().ok()?,
+                handler_share: -1.0,
             }),
             _ => None,
         }
@@ -484,8 +497,16 @@ mod tests {
         );
         assert!(matches!(
             Record::parse("e2e2,testpmd,mbcache=0,ring_mp_mc,0,0,1,40.5"),
-            Some(Record::E2e { round: 1, .. })
+            Some(Record::E2e { round: 1, handler_share, .. }) if handler_share == -1.0
         ));
+        assert!(matches!(
+            Record::parse("e2e2,testpmd-vhost,burst512,ptr_ring,250,0,2,1.27,0.4500"),
+            Some(Record::E2e { round: 2, handler_share, .. }) if handler_share == 0.45
+        ));
+        assert_eq!(
+            Record::parse("e2e2,testpmd-vhost,burst512,ptr_ring,250,0,2,1.27,0.45,9"),
+            None
+        );
         let skip = skip_line(&key, "bucket", "refused the pool, rte_errno 22");
         assert_eq!(
             Record::parse(&skip),

@@ -34,6 +34,8 @@ pub struct E2eRuns {
     pub handler_cache: String,
     /// (round, Mpps).
     pub rounds: Vec<(u32, f64)>,
+    /// Handler share of every run (only where recorded).
+    pub share: Vec<f64>,
 }
 
 /// One `mempool_perf_autotest` case: (handler, cores, max bulk, get bulk,
@@ -124,11 +126,15 @@ impl Data {
                 handler_cache,
                 round,
                 rate,
+                handler_share,
             }) => {
                 let h = self.e2e.entry(key).or_default().entry(handler).or_default();
                 h.dpdk_cache = dpdk_cache;
                 h.handler_cache = handler_cache;
                 h.rounds.push((round, rate));
+                if handler_share >= 0.0 {
+                    h.share.push(handler_share);
+                }
             }
             None => {}
         }
@@ -313,12 +319,13 @@ pub fn paired_to_base(m: &BTreeMap<String, MempoolRuns>, h: &str) -> Option<Pair
 }
 
 pub fn e2e_cmp(key: &E2eKey, m: &BTreeMap<String, E2eRuns>) -> Option<Comparison> {
+    let ours = m.get(OURS)?;
     Some(Comparison::new(
         e2e_label(key),
-        &m.get(OURS)?.rounds,
+        &ours.rounds,
         &m.get(BASELINE)?.rounds,
         targets::e2e(key),
-        None,
+        median(&ours.share),
     ))
 }
 
@@ -341,6 +348,14 @@ pub fn e2e_label(k: &E2eKey) -> String {
             "testpmd, alloc on one lcore, free on another, DPDK cache 250 on both".into()
         }
         ("l2fwd", "default") => "l2fwd, DPDK cache 256 on both".into(),
+        ("testpmd-vhost", "default") => {
+            "testpmd txonly over virtio-user (1024 descriptors) to a vhost peer, cache 250 on both"
+                .into()
+        }
+        ("testpmd-vhost", "burst512") => {
+            "testpmd txonly --burst=512 over virtio-user (1024 descriptors) to a vhost peer, cache 250 on both"
+                .into()
+        }
         (app, variant) => format!("{app} {variant}"),
     }
 }

@@ -18,6 +18,7 @@ mod index;
 mod machine;
 mod swing;
 mod tables;
+mod vhost;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

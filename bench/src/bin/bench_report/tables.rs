@@ -35,6 +35,7 @@ pub fn report(
     swing::table(&mut o, d);
     handlers::full(&mut o, d);
     e2e(&mut o, d);
+    crate::vhost::section(&mut o, d);
     autotest(&mut o, d);
     profiles(&mut o, d);
     if let Some(n) = notes {
@@ -437,7 +438,10 @@ fn e2e(w: &mut String, d: &Data) {
     );
     let _ = writeln!(w, "| row | caches: ptr_ring | caches: ring_mp_mc | ptr_ring Mpps | ring_mp_mc Mpps | ratio [95% CI] | target | verdict | in words |");
     let _ = writeln!(w, "|---|---|---|---|---|---|---|---|---|");
-    for k in data::e2e_keys(d) {
+    for k in data::e2e_keys(d)
+        .into_iter()
+        .filter(|k| k.app != crate::vhost::APP)
+    {
         let m = &d.e2e[k];
         let side = |h: &str| {
             m.get(h).map_or("-".into(), |r| {

@@ -1,0 +1,185 @@
+//! The end-to-end rows over vhost-user (`bench/vhost.sh`): `ptr_ring`
+//! against every handler measured, with `ptr_ring`'s handler share and the
+//! mbufs held out of the handler.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use bench::matrix::{BASELINE, OURS};
+use bench::stats::{median, round_ratios, Paired};
+use bench::targets::Verdict;
+
+use crate::data::{self, Data, E2eRuns};
+
+/// The app name of these rows in `e2e.csv`.
+pub const APP: &str = "testpmd-vhost";
+
+const TITLE: &str = "## End to end over vhost-user (two testpmd processes)";
+
+/// Handler columns after `ptr_ring`, in table order (those present).
+const OTHERS: &[&str] = &[BASELINE, "stack"];
+
+/// `ptr_ring` / `other`: the paired per-round ratio.
+fn paired(m: &BTreeMap<String, E2eRuns>, other: &str) -> Option<Paired> {
+    Paired::of(&round_ratios(&m.get(OURS)?.rounds, &m.get(other)?.rounds))
+}
+
+fn fmt_paired(p: Option<Paired>) -> String {
+    p.map_or("-".into(), |p| {
+        format!("{:.2}x [{:.2}-{:.2}]", p.median, p.lo, p.hi)
+    })
+}
+
+/// The section; nothing when the run has no such rows.
+pub fn section(w: &mut String, d: &Data) {
+    let keys: Vec<_> = data::e2e_keys(d)
+        .into_iter()
+        .filter(|k| k.app == APP)
+        .collect();
+    if keys.is_empty() {
+        if let Some(why) = d.meta.get("vhost_skip") {
+            let _ = writeln!(w, "{TITLE}\n\n{why}.\n");
+        }
+        return;
+    }
+    let _ = writeln!(w, "{TITLE}\n");
+    let _ = writeln!(
+        w,
+        "```\n{}\n{}\n```\n",
+        d.meta("vhost_peer_cmd"),
+        d.meta("vhost_cmd")
+    );
+    let inflight: Vec<String> = keys
+        .iter()
+        .filter_map(|k| {
+            d.meta
+                .get(&format!("vhost_inflight_{}", k.variant))
+                .map(|n| format!("{n} (`{}`)", k.variant))
+        })
+        .collect();
+    let _ = writeln!(
+        w,
+        "Process A (the handler under test, forwarding on CPU 1) allocates every packet from its \
+         pool (`txonly`) and sends it through `net_virtio_user0`, whose rings have {} descriptors \
+         each; process B (the vhost-user backend, always `ring_mp_mc`, forwarding on CPU 0) copies \
+         the packets out (`rxonly`). DPDK's default cache (250) on both sides, `ptr_ring`'s own \
+         cache off. Rate: B's receive rate. Mbufs out of `ptr_ring` in A (in its rings, in DPDK's \
+         caches of 2 lcores, at most 2 x 375), read through telemetry at the end of the last run: \
+         {}. Handler share: objects `ptr_ring` handed out per packet A sent, from its counters read \
+         through telemetry at the start and the end of the sampled seconds; under {:.0}%: DPDK's \
+         cache served A, the row is a control. {} rounds per handler, the order rotated every \
+         round.\n",
+        d.meta("vhost_ring"),
+        if inflight.is_empty() {
+            "-".into()
+        } else {
+            inflight.join(", ")
+        },
+        data::OFF_PATH * 100.0,
+        d.meta("vhost_rounds")
+    );
+    let hs: Vec<&str> = OTHERS
+        .iter()
+        .copied()
+        .filter(|h| keys.iter().any(|k| d.e2e[*k].contains_key(*h)))
+        .collect();
+    let _ = write!(w, "| row | ptr_ring Mpps |");
+    for h in &hs {
+        let _ = write!(w, " {h} Mpps |");
+    }
+    for h in &hs {
+        let _ = write!(w, " ptr_ring / {h} [95% CI] |");
+    }
+    let _ = writeln!(w, " handler share | verdict | in words |");
+    let _ = writeln!(w, "|---|---|{}---|---|---|", "---|---|".repeat(hs.len()));
+    for k in keys {
+        let m = &d.e2e[k];
+        let rate = |h: &str| {
+            m.get(h)
+                .and_then(|r| median(&r.rounds.iter().map(|&(_, x)| x).collect::<Vec<_>>()))
+                .map_or("-".into(), |x| format!("{x:.2}"))
+        };
+        let _ = write!(w, "| {} | {} |", data::e2e_label(k), rate(OURS));
+        for h in &hs {
+            let _ = write!(w, " {} |", rate(h));
+        }
+        for h in &hs {
+            let _ = write!(w, " {} |", fmt_paired(paired(m, h)));
+        }
+        let c = data::e2e_cmp(k, m);
+        let (share, verdict, words) = match &c {
+            Some(c) => (
+                c.share.map_or("-".into(), |s| format!("{s:.3}")),
+                if c.control {
+                    "control: the handler was not called, not counted"
+                } else {
+                    c.verdict.map_or("-", Verdict::label)
+                },
+                c.statement("Mpps", 1.0),
+            ),
+            None => ("-".into(), "-", "no data".into()),
+        };
+        let _ = writeln!(w, " {share} | {verdict} | {words} |");
+    }
+    let _ = writeln!(w);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench::record::Record;
+
+    fn data(lines: &[&str]) -> Data {
+        let mut d = Data::default();
+        for l in lines {
+            d.add(Record::parse(l));
+        }
+        d
+    }
+
+    #[test]
+    fn a_row_the_handler_barely_served_is_a_control() {
+        let mut lines = Vec::new();
+        for r in 1..=3 {
+            for (v, share) in [("default", "0.0000"), ("burst512", "0.9000")] {
+                lines.push(format!("e2e2,{APP},{v},ptr_ring,250,0,{r},1.{r}0,{share}"));
+                lines.push(format!("e2e2,{APP},{v},ring_mp_mc,250,none,{r},1.00,-1"));
+                lines.push(format!("e2e2,{APP},{v},stack,250,none,{r},2.00,-1"));
+            }
+        }
+        let d = data(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let rows = data::all_rows(&d);
+        let find = |v: &str| {
+            rows.iter()
+                .find(|(_, c)| {
+                    c.label
+                        == data::e2e_label(&bench::record::E2eKey {
+                            app: APP.into(),
+                            variant: v.into(),
+                        })
+                })
+                .map(|(_, c)| c)
+                .unwrap()
+        };
+        let (def, big) = (find("default"), find("burst512"));
+        assert!(def.control && def.target.is_none() && def.verdict.is_none());
+        assert!(!big.control);
+        assert_eq!(big.verdict, Some(Verdict::Met));
+        assert_eq!(big.share, Some(0.9));
+        let mut w = String::new();
+        section(&mut w, &d);
+        assert!(w.contains("| ptr_ring / stack [95% CI] |"));
+        // ptr_ring 1.1-1.3 against stack's 2.0: 0.60x in the middle round.
+        assert!(w.contains("| 0.60x ["), "{w}");
+        assert!(w.contains("control: the handler was not called"));
+        // A release where the rows could not run says why.
+        let mut d = Data::default();
+        d.meta.insert(
+            "vhost_skip".into(),
+            "left out: the first run failed twice".into(),
+        );
+        let mut w = String::new();
+        section(&mut w, &d);
+        assert!(w.contains("left out: the first run failed twice."));
+    }
+}

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# The end-to-end rows over vhost-user, where the PMD's rings hold more mbufs
+# than DPDK's mempool cache: two dpdk-testpmd processes,
+#
+#   A (handler under test): net_virtio_user0, 1024 descriptors per ring,
+#     --forward-mode=txonly: allocates every packet from its pool
+#     (mb_pool_0, served by HANDLER, DPDK cache 250); the virtio TX ring
+#     keeps each mbuf until the peer consumed it and A reclaims it;
+#   B (peer, always ring_mp_mc, DPDK cache 250): net_vhost0, the vhost-user
+#     backend, --forward-mode=rxonly: copies every packet out of A's ring
+#     into its own mbufs and frees them;
+#
+# on two CPUs: A forwards on CPU 1 (-l 0,1, main lcore 0), B forwards on CPU
+# 0 (--lcores 0@0,1@0: its main lcore shares CPU 0 with it and with A's main
+# lcore; main lcores only print statistics). Variants:
+#   default   testpmd's defaults (bursts of 32): A's rings hold over 1000
+#             mbufs, but A gets and puts one burst at a time on one lcore,
+#             so DPDK's cache absorbs it: a control when ptr_ring's handler
+#             share says so (and A allocates faster than B copies: A drops
+#             most packets, the rate is B's);
+#   burst512  --burst=512: A gets 512 mbufs per burst (above the cache), so
+#             the gets go to the handler, and the mbufs the ring did not
+#             take are put back at once.
+# Rate: B's Rx-pps (testpmd's 1-s statistics, median after the first). Per
+# run it reads through telemetry which handler served each pool
+# (scripts/pool-ops.sh) and, for ptr_ring, its counters at the start and the
+# end of the sampled seconds: handler share = objects ptr_ring handed out /
+# packets A sent (above 1 where A drops what its TX ring did not take);
+# inflight = objects out of the handler (in the rings, in DPDK's caches, in
+# flight).
+#
+#   bash bench/vhost.sh [--out DIR]     (default build/bench-vhost; bench/run.sh
+#                                        passes build/bench)
+#
+# Appends e2e2 lines (app testpmd-vhost, with the handler share) to
+# DIR/e2e.csv and vhost_* lines to DIR/meta.env; logs in DIR/logs/.
+# Environment: BENCH_VHOST_ROUNDS (runs per handler, default 3; handlers
+# rotated every round), BENCH_VHOST_VARIANTS (default "default burst512"),
+# BENCH_VHOST_HANDLERS (default "ptr_ring ring_mp_mc stack"),
+# TESTPMD_SECONDS (1-s samples per run, default 3).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+out=$repo/build/bench-vhost
+if [[ ${1:-} == --out ]]; then
+    out=$2
+    shift 2
+fi
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+fi
+(($# == 0)) || { echo "vhost: unknown argument $1 (try --help)" >&2; exit 2; }
+
+# shellcheck source=scripts/testpmd-rate.sh
+source scripts/testpmd-rate.sh # median, testpmd_samples, EAL_MEM, pool-ops.sh
+
+rounds=${BENCH_VHOST_ROUNDS:-3}
+secs=${TESTPMD_SECONDS:-3}
+read -r -a handlers <<<"${BENCH_VHOST_HANDLERS:-ptr_ring ring_mp_mc stack}"
+lib=$repo/target/release/librte_mempool_ptr_ring.so
+logs=$out/logs
+mkdir -p "$logs"
+app=testpmd-vhost
+qsize=1024
+mbufs=16384
+t0=$SECONDS
+say() { printf 'bench: vhost [%3d s] %s\n' $((SECONDS - t0)) "$*"; }
+
+a_eal="-l 0,1 --main-lcore 0 $EAL_MEM --single-file-segments --no-pci"
+b_eal="--lcores 0@0,1@0 --main-lcore 0 $EAL_MEM --no-pci"
+common="--nb-cores=1 --total-num-mbufs=$mbufs --stats-period 1"
+{
+    echo "vhost_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B --vdev net_vhost0,iface=SOCKET,queues=1 -- -a --forward-mode=rxonly $common"
+    echo "vhost_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $a_eal --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER --vdev net_virtio_user0,path=SOCKET,queue_size=$qsize,queues=1 -- -a --forward-mode=txonly $common [--burst=512]"
+    echo "vhost_ring=$qsize"
+    echo "vhost_mbufs=$mbufs"
+    echo "vhost_rounds=$rounds"
+} >>"$out/meta.env"
+
+# blocks LOG: testpmd statistics blocks printed so far.
+blocks() { grep -c '^Port statistics =' "$1" 2>/dev/null || true; }
+# stop PID: SIGINT, then SIGKILL after 10 s.
+stop() {
+    local waited=0
+    kill -INT "$1" 2>/dev/null || true
+    while kill -0 "$1" 2>/dev/null && ((waited < 100)); do sleep 0.1; waited=$((waited + 1)); done
+    kill -KILL "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+# counters TEL: "opackets hold inflight" of A from tel_query's replies (hold
+# and inflight "-" where the pool is not ptr_ring's).
+counters() {
+    python3 - "$1" <<'PY'
+import json, sys
+d = {}
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        d.update(json.loads(line))
+e, p = d.get("/ethdev/stats") or {}, d.get("/ptr_ring/stats") or {}
+print(e.get("opackets", "-"), p.get("hold", "-"), p.get("inflight", "-"))
+PY
+}
+
+# vhost_run HANDLER VARIANT ROUND: one run; prints "rate share inflight"
+# (share and inflight "-" for other handlers) or fails.
+vhost_run() {
+    local h=$1 v=$2 r=$3 extra=() tag=$app-$2-$1-$3 pa pb sock pid_a pid_b keep keeper n0 n1 ok=0
+    case $v in
+    default) ;;
+    txfreet=512) extra=(--txfreet=512) ;;
+    burst512) extra=(--burst=512) ;;
+    burst512,txfreet=512) extra=(--burst=512 --txfreet=512) ;;
+    *) echo "vhost: unknown variant $v" >&2; return 2 ;;
+    esac
+    pa=ptrring_vha_$$ pb=ptrring_vhb_$$ sock=$(dpdk_runtime_dir ptrring_vh_$$).sock
+    local la=$logs/$tag-a.log lb=$logs/$tag-b.log
+    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$sock"
+    mkdir -p "$(dirname "$sock")"
+    # testpmd -a quits when stdin reaches EOF: hold a pipe open.
+    exec {keep}< <(exec sleep 3600)
+    keeper=$!
+    # shellcheck disable=SC2086 # lists of arguments
+    dpdk-testpmd $b_eal --file-prefix "$pb" --vdev "net_vhost0,iface=$sock,queues=1" -- \
+        -a --forward-mode=rxonly $common <&"$keep" >"$lb" 2>&1 &
+    pid_b=$!
+    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+    # shellcheck disable=SC2086 # lists of arguments
+    PTR_RING_CACHE_SIZE=0 dpdk-testpmd $a_eal --file-prefix "$pa" -d "$lib" --mbuf-pool-ops-name "$h" \
+        --log-level=pmd.mempool.ptr_ring:info --vdev "net_virtio_user0,path=$sock,queue_size=$qsize,queues=1" -- \
+        -a --forward-mode=txonly $common "${extra[@]}" <&"$keep" >"$la" 2>&1 &
+    pid_a=$!
+    local ops_a ops_b q_b
+    pool_ops_query "$pb" mb_pool_0 "$lb.tel" "$pid_b" >"$lb.ops" &
+    q_b=$!
+    ops_a=$(pool_ops_query "$pa" mb_pool_0 "$la.tel" "$pid_a")
+    wait "$q_b" || true
+    ops_b=$(cat "$lb.ops")
+    # One statistics block of warm-up after A started, then the sampled ones.
+    n0=$(($(blocks "$lb") + 1))
+    local deadline=$((SECONDS + secs + 30))
+    while kill -0 "$pid_a" 2>/dev/null && (($(blocks "$lb") < n0)) && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -0 "$pid_a" 2>/dev/null && tel_query "$pa" /ethdev/stats,0 /ptr_ring/stats,mb_pool_0 >"$la.c0" 2>&1
+    n0=$(blocks "$lb")
+    while kill -0 "$pid_a" 2>/dev/null && (($(blocks "$lb") < n0 + secs)) && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -0 "$pid_a" 2>/dev/null && tel_query "$pa" /ethdev/stats,0 /ptr_ring/stats,mb_pool_0 >"$la.c1" 2>&1 && ok=1
+    n1=$(blocks "$lb")
+    stop "$pid_a"
+    stop "$pid_b"
+    exec {keep}<&-
+    kill "$keeper" 2>/dev/null || true
+    wait "$keeper" 2>/dev/null || true
+    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$sock"
+    if ((ok == 0 || n1 < n0 + secs)); then
+        echo "vhost: $tag: A stopped early or too few statistics blocks; see $la and $lb" >&2
+        return 1
+    fi
+    # The handler each side asked for served its pool.
+    if [[ $h == ptr_ring ]]; then [[ $ops_a == ptr_ring ]]; else [[ $ops_a == "ops_index "* ]]; fi ||
+        { echo "vhost: $tag: A's mb_pool_0 ops '${ops_a:-no answer}', not as asked; see $la.tel" >&2; return 2; }
+    [[ $ops_b == "ops_index "* ]] ||
+        { echo "vhost: $tag: B's mb_pool_0 ops '${ops_b:-no answer}'; see $lb.tel" >&2; return 2; }
+    # Two handlers other than ptr_ring must sit at different ops indexes
+    # (telemetry names them by index only).
+    local seen
+    for seen in "${!ops_of[@]}"; do
+        [[ $seen == "$h" || ${ops_of[$seen]} != "$ops_a" || $h == ptr_ring ]] ||
+            { echo "vhost: $tag: A's pool has $ops_a, as $seen's had: not the handler asked for" >&2; return 2; }
+    done
+    echo "$ops_a" >"$la.ops"
+    # B's Rx-pps of the sampled blocks (block k's figure is printed in block k).
+    local rate
+    rate=$(TESTPMD_RX_PORTS="" testpmd_samples <"$lb" | sed -n "$((n0 + 1)),${n1}p" | median)
+    [[ -n $rate ]] || { echo "vhost: $tag: no Rx-pps in $lb" >&2; return 1; }
+    local c0 c1
+    read -r -a c0 < <(counters "$la.c0")
+    read -r -a c1 < <(counters "$la.c1")
+    if [[ $h == ptr_ring ]]; then
+        [[ ${c0[1]} != - && ${c1[1]} != - ]] ||
+            { echo "vhost: $tag: no ptr_ring counters through telemetry; see $la.c0, $la.c1" >&2; return 2; }
+        awk -v r="$rate" -v p0="${c0[0]}" -v p1="${c1[0]}" -v h0="${c0[1]}" -v h1="${c1[1]}" -v i="${c1[2]}" \
+            'BEGIN { d = (h1 - h0) % 4294967296; if (d < 0) d += 4294967296
+                     printf "%s %.4f %d\n", r, (p1 > p0 ? d / (p1 - p0) : 0), i }'
+    else
+        echo "$rate - -"
+    fi
+}
+
+declare -A rate_of ops_of
+recorded=0
+for v in ${BENCH_VHOST_VARIANTS:-default burst512}; do
+    for ((r = 1; r <= rounds; r++)); do
+        # The order rotated every round (A B C, B C A, C A B, ...).
+        hs=()
+        for ((i = 0; i < ${#handlers[@]}; i++)); do hs+=("${handlers[(i + r - 1) % ${#handlers[@]}]}"); done
+        for h in "${hs[@]}"; do
+            res=""
+            for try in 1 2; do
+                rc=0
+                res=$(vhost_run "$h" "$v" "$r") || rc=$?
+                ((rc == 0)) && break
+                ((rc == 2)) && exit 1
+                res=""
+                say "$v $h round $r failed (try $try)"
+            done
+            if [[ -z $res ]]; then
+                # Failing from the first run on: vhost-user does not work here.
+                if ((recorded == 0)); then
+                    echo "vhost_skip=left out: the first run failed twice (see ${logs#"$repo"/}/$app-$v-$h-$r-a.log and -b.log)" >>"$out/meta.env"
+                    say "left out: the first run failed twice"
+                    exit 0
+                fi
+                continue
+            fi
+            ops_of[$h]=$(cat "$logs/$app-$v-$h-$r-a.log.ops")
+            read -r rate share inflight <<<"$res"
+            hc=0
+            [[ $h == ptr_ring ]] || hc=none
+            [[ $share == - ]] && share=-1
+            # e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>,<handler_share>
+            echo "e2e2,$app,$v,$h,250,$hc,$r,$rate,$share" >>"$out/e2e.csv"
+            [[ $inflight != - ]] && echo "vhost_inflight_$v=$inflight" >>"$out/meta.env"
+            rate_of[$v,$h,$r]=$rate
+            recorded=$((recorded + 1))
+            say "$v round $r/$rounds $h: $rate Mpps$([[ $share != -1 ]] && echo ", handler share $share, $inflight mbufs out of the handler")"
+        done
+    done
+    line=""
+    for h in "${handlers[@]}"; do
+        rates="" ratios=""
+        for ((r = 1; r <= rounds; r++)); do
+            a=${rate_of[$v,$h,$r]:-} b=${rate_of[$v,ring_mp_mc,$r]:-}
+            rates+="$a "
+            [[ $h != ring_mp_mc && -n $a && -n $b ]] && ratios+=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.4f ", a / b }')
+        done
+        line+=" | $h $(median <<<"$rates") Mpps"
+        [[ -n $ratios ]] && line+=" $(median <<<"$ratios")x"
+    done
+    say "$app $v:$line (x: median of the paired ratios to ring_mp_mc)"
+done
