@@ -28,9 +28,8 @@
 //!   (not registered in the process, or it refused the pool or failed a
 //!   run), and why (free text, commas written as `;`).
 //!
-//! Format 1 lines (`mempool,<pattern>,<lcores>,<cache>,<bulk>,<handler>,<round>,<rate>[,<on_cpu>]`
-//! and `e2e,<app>,<variant>,<handler>,<round>,<Mpps>`) are still read, with
-//! unknown handler caches. Lines starting with `#` are comments.
+//! Lines starting with `#` are comments; lines of any other format are
+//! not read.
 
 use std::fmt;
 
@@ -257,7 +256,7 @@ pub struct Side {
     /// DPDK's per-lcore mempool cache (`cache_size` of the pool).
     pub dpdk_cache: u32,
     /// The handler's own per-lcore cache; 0 for handlers without one, -1
-    /// unknown (format 1 data).
+    /// unknown.
     pub handler_cache: i32,
 }
 
@@ -357,38 +356,6 @@ impl Record {
                     handler_share: share.parse().ok()?,
                 })
             }
-            ["mempool", pattern, lcores, cache, bulk, handler, round, rate, rest @ ..]
-                if rest.len() <= 1 =>
-            {
-                let cache: u32 = cache.parse().ok()?;
-                Some(Record::Mempool {
-                    key: MempoolKey {
-                        group: if cache == 0 {
-                            Group::NoCache
-                        } else {
-                            Group::DpdkCache
-                        },
-                        pattern: Pattern::parse(pattern)?,
-                        lcores: lcores.parse().ok()?,
-                        bulk: bulk.parse().ok()?,
-                        kept: 0,
-                        cache,
-                    },
-                    side: Side {
-                        dpdk_cache: cache,
-                        handler_cache: if *handler == "ptr_ring" { -1 } else { 0 },
-                    },
-                    handler: handler.to_string(),
-                    round: round.parse().ok()?,
-                    position: 0,
-                    rate: rate.parse().ok()?,
-                    on_cpu: match rest {
-                        [share] => share.parse().ok()?,
-                        _ => 1.0,
-                    },
-                    handler_share: -1.0,
-                })
-            }
             ["mempool2skip", rest @ ..] if rest.len() >= 8 => {
                 let (k, rest) = rest.split_at(6);
                 Some(Record::Skipped {
@@ -416,18 +383,6 @@ impl Record {
                     },
                 })
             }
-            ["e2e", app, variant, handler, round, rate] => Some(Record::E2e {
-                key: E2eKey {
-                    app: app.to_string(),
-                    variant: variant.to_string(),
-                },
-                handler: handler.to_string(),
-                dpdk_cache: "?".into(),
-                handler_cache: "?".into(),
-                round: round.parse().ok()?,
-                rate: rate.parse().ok()?,
-                handler_share: -1.0,
-            }),
             _ => None,
         }
     }
@@ -518,20 +473,5 @@ mod tests {
         );
         assert_eq!(Record::parse("# comment"), None);
         assert_eq!(Record::parse("mempool,bogus"), None);
-    }
-
-    #[test]
-    fn reads_format_1() {
-        let Some(Record::Mempool { key, side, .. }) =
-            Record::parse("mempool,recycle,1,256,32,ptr_ring,1,2000000,0.990")
-        else {
-            panic!("format 1 line not read")
-        };
-        assert_eq!((key.group, key.cache, key.kept), (Group::DpdkCache, 256, 0));
-        assert_eq!(side.handler_cache, -1);
-        assert!(matches!(
-            Record::parse("e2e,testpmd,mbcache=0,ring_mp_mc,1,40.5"),
-            Some(Record::E2e { .. })
-        ));
     }
 }

@@ -81,7 +81,6 @@ impl Data {
             let f: Vec<&str> = line.split(',').collect();
             let (h, nums, rate) = match f.as_slice() {
                 ["autotest2", h, c, m, g, p, k, n, rate] => (h, [*c, m, g, p, k, n], rate),
-                ["autotest", h, c, g, p, k, n, rate] => (h, [*c, "0", g, p, k, n], rate),
                 _ => continue,
             };
             let nums: Option<Vec<u32>> = nums.iter().map(|s| s.parse().ok()).collect();

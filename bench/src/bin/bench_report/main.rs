@@ -4,10 +4,9 @@
 //! and chart going to `bench/results/dpdk-<release>/`. Run
 //! `bench_report --help`.
 //!
-//! Reads, under `--dir`: `mempool.csv` and `e2e.csv` (see `bench::record`;
-//! format 2, format 1 still read), `autotest.csv` (DPDK's
-//! `mempool_perf_autotest`, parsed by `bench/run.sh`; `autotest2` lines,
-//! `autotest` lines still read), `meta.env`
+//! Reads, under `--dir`: `mempool.csv` and `e2e.csv` (see `bench::record`,
+//! format 2), `autotest.csv` (DPDK's `mempool_perf_autotest`, parsed by
+//! `bench/run.sh` into `autotest2` lines), `meta.env`
 //! (`KEY=VALUE` lines about the machine and the run), `monitor.log` (other
 //! processes' CPU use sampled during the run) and `profile/*.txt`.
 
