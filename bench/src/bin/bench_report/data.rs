@@ -77,7 +77,6 @@ impl Data {
         }
         for line in read_lines(&dir.join("autotest.csv")) {
             // autotest2,<handler>,<cores>,<max_bulk>,<get>,<put>,<keep>,<constant_n>,<objects/s>
-            // autotest,<handler>,<cores>,<get>,<put>,<keep>,<constant_n>,<objects/s> (before max_bulk)
             let f: Vec<&str> = line.split(',').collect();
             let (h, nums, rate) = match f.as_slice() {
                 ["autotest2", h, c, m, g, p, k, n, rate] => (h, [*c, m, g, p, k, n], rate),
