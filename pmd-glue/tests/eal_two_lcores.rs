@@ -252,7 +252,7 @@ fn count_after(line: &str, word: &str) -> Option<u64> {
 }
 
 #[test]
-fn eal_two_lcores() {
+fn mbufs_freed_on_another_lcore_all_come_back() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
         eprintln!("test: SKIP eal_two_lcores: needs 2 CPUs for EAL lcores 0-1, this process may use {cpus}");
