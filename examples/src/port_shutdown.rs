@@ -24,12 +24,10 @@
 //! (written by `scripts/setup.sh`; read by `scripts/eal_mem.rs`), else
 //! `--no-huge -m 1024 --no-shconf`.
 
-use core::ffi::{c_int, c_void};
+use core::ffi::c_int;
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use dpdk_sys as sys;
@@ -114,6 +112,8 @@ fn parse_args() -> Result<Args, String> {
 
 #[path = "../../scripts/eal_mem.rs"]
 mod eal_mem_file;
+#[path = "port_shutdown/forwarding.rs"]
+mod forwarding;
 
 /// EAL memory arguments: `$EAL_MEM`, else `build/eal-mem.env` (read as every
 /// Rust program here reads it, with the same default).
@@ -122,70 +122,6 @@ fn eal_mem() -> Vec<String> {
         Ok(mem) if !mem.trim().is_empty() => eal_mem_file::mem_args(&mem),
         _ => eal_mem_file::eal_mem().args,
     }
-}
-
-/// State shared with the forwarding lcore.
-struct Forwarder {
-    stop: AtomicBool,
-    hold: usize,
-    /// What is left in the application queue when forwarding stops.
-    held: Mutex<Vec<usize>>,
-    rx: AtomicU64,
-    tx: AtomicU64,
-    dropped: AtomicU64,
-}
-
-fn tx_flush(port: u16, batch: &mut Vec<*mut sys::rte_mbuf>, fwd: &Forwarder) {
-    if batch.is_empty() {
-        return;
-    }
-    // SAFETY: a started port with tx queue 0; `batch` holds mbufs we own.
-    let sent =
-        unsafe { sys::rte_eth_tx_burst(port, 0, batch.as_mut_ptr(), batch.len() as u16) } as usize;
-    let rest = batch.len() - sent;
-    if rest > 0 {
-        // SAFETY: the mbufs the port did not take are still ours.
-        unsafe { sys::rte_pktmbuf_free_bulk(batch.as_mut_ptr().add(sent), rest as u32) };
-    }
-    fwd.tx.fetch_add(sent as u64, Ordering::Relaxed);
-    fwd.dropped.fetch_add(rest as u64, Ordering::Relaxed);
-    batch.clear();
-}
-
-/// lcore 1: port 0 -> port 1 and port 1 -> port 0, every packet passing
-/// through a queue that keeps the last `hold` of them.
-unsafe extern "C" fn forward(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the Forwarder of `run`, alive until rte_eal_wait_lcore
-    // returns there.
-    let fwd = unsafe { &*arg.cast::<Forwarder>() };
-    let mut queue: VecDeque<(u16, *mut sys::rte_mbuf)> =
-        VecDeque::with_capacity(fwd.hold + 2 * BURST);
-    let mut rx = [core::ptr::null_mut::<sys::rte_mbuf>(); BURST];
-    let mut tx: [Vec<*mut sys::rte_mbuf>; 2] =
-        [Vec::with_capacity(BURST), Vec::with_capacity(BURST)];
-    while !fwd.stop.load(Ordering::Relaxed) {
-        for (from, to) in [(PORTS[0], PORTS[1]), (PORTS[1], PORTS[0])] {
-            // SAFETY: a started port with rx queue 0; room for BURST mbufs.
-            let n =
-                unsafe { sys::rte_eth_rx_burst(from, 0, rx.as_mut_ptr(), BURST as u16) } as usize;
-            fwd.rx.fetch_add(n as u64, Ordering::Relaxed);
-            queue.extend(rx[..n].iter().map(|&m| (to, m)));
-        }
-        while queue.len() > fwd.hold {
-            let (to, m) = queue.pop_front().expect("non-empty");
-            let b = &mut tx[to as usize];
-            b.push(m);
-            if b.len() == BURST {
-                tx_flush(to, b, fwd);
-            }
-        }
-        for (p, b) in tx.iter_mut().enumerate() {
-            tx_flush(p as u16, b, fwd);
-        }
-    }
-    let mut held = fwd.held.lock().unwrap_or_else(|e| e.into_inner());
-    held.extend(queue.into_iter().map(|(_, m)| m as usize));
-    0
 }
 
 fn check(r: c_int, what: &str) -> Result<(), String> {
@@ -226,13 +162,6 @@ fn setup_port(port: u16, mp: *mut sys::rte_mempool) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether the pool is still registered with the mempool library (it is
-/// removed from the list when freed). Never dereferences the pool.
-fn pool_alive(name: &CString) -> bool {
-    // SAFETY: a valid name; lookup only walks the library's list under its lock.
-    !unsafe { sys::rte_mempool_lookup(name.as_ptr()) }.is_null()
-}
-
 fn show(s: &PoolStats) -> String {
     format!(
         "inflight {} (ring {}, handler caches {}, populated {}), state {:?}",
@@ -247,7 +176,40 @@ fn give_back(batch: &[usize]) {
     unsafe { sys::rte_pktmbuf_free_bulk(v.as_mut_ptr(), v.len() as u32) };
 }
 
-fn run(args: &Args) -> Result<(), String> {
+/// The pool as the steps after its creation see it: the pointer stays
+/// usable after `MbufPool::shutdown` consumed the handle, for as long as the
+/// pool is registered.
+struct PoolView {
+    mp: *mut sys::rte_mempool,
+    name: CString,
+}
+
+impl PoolView {
+    fn of(pool: &MbufPool) -> Self {
+        PoolView {
+            mp: pool.as_ptr(),
+            name: CString::new(POOL_NAME).expect("no NUL"),
+        }
+    }
+
+    /// The pool's counters. Called only while the pool is alive: before the
+    /// shutdown, and after it while the application still holds mbufs.
+    fn stats(&self) -> Result<PoolStats, String> {
+        // SAFETY: the pool is alive (the callers' rule above).
+        unsafe { api::stats_of(self.mp) }.map_err(|e| format!("pool stats: {e}"))
+    }
+
+    /// Whether the pool is still registered with the mempool library (it is
+    /// removed from the list when freed). Never dereferences the pool.
+    fn alive(&self) -> bool {
+        // SAFETY: a valid name; lookup only walks the library's list under its lock.
+        !unsafe { sys::rte_mempool_lookup(self.name.as_ptr()) }.is_null()
+    }
+}
+
+/// Registers the ptr_ring ops, starts EAL with two `net_null` ports on
+/// lcores 0-1 and checks both ports are there.
+fn init_eal() -> Result<(), String> {
     let mut eal = vec!["port_shutdown".to_string()];
     eal.extend(eal_mem());
     eal.extend(
@@ -276,9 +238,12 @@ fn run(args: &Args) -> Result<(), String> {
     if nports < 2 {
         return Err(format!("need two net_null ports, found {nports}"));
     }
+    Ok(())
+}
 
-    // The pool is freed by its shutdown (MbufPool::shutdown consumes it), at
-    // once or by the deferred release.
+/// Creates the ptr_ring mbuf pool. It is freed by its shutdown
+/// (`MbufPool::shutdown` consumes it), at once or by the deferred release.
+fn create_pool(args: &Args) -> Result<MbufPool, String> {
     let pool = MbufPool::create(
         POOL_NAME,
         args.mbufs,
@@ -287,12 +252,7 @@ fn run(args: &Args) -> Result<(), String> {
         -1,
     )
     .map_err(|e| format!("creating the pool: {e}"))?;
-    let mp = pool.as_ptr();
-    let cname = CString::new(POOL_NAME).expect("no NUL");
-    // SAFETY: read only while the pool is alive: before the shutdown, and
-    // after it while the application still holds mbufs (checked below).
-    let stats = || unsafe { api::stats_of(mp) }.map_err(|e| format!("pool stats: {e}"));
-    let s0 = stats()?;
+    let s0 = PoolView::of(&pool).stats()?;
     println!(
         "port_shutdown: pool {POOL_NAME}: {} mbufs, DPDK cache {}, handler cache {}, {} chunks",
         pool.size(),
@@ -300,14 +260,20 @@ fn run(args: &Args) -> Result<(), String> {
         s0.cache_size,
         s0.chunks
     );
+    Ok(pool)
+}
 
-    // SAFETY: `mp` is the live ptr_ring pool created above.
-    let attached = unsafe { port::attach_port(mp, PORTS[0]) }
+/// Attaches port 0 to the pool twice (DMA mappings): the second attach must
+/// map nothing, and a pool in EAL memory nothing at all. Returns the pool's
+/// counters after the attach, which recycling must not change.
+fn attach_dma(pool: &PoolView) -> Result<PoolStats, String> {
+    // SAFETY: `pool.mp` is the live ptr_ring pool created by `create_pool`.
+    let attached = unsafe { port::attach_port(pool.mp, PORTS[0]) }
         .map_err(|e| format!("attach_port(port 0): {e}"))?;
     // SAFETY: as above.
-    let again = unsafe { port::attach_port(mp, PORTS[0]) }
+    let again = unsafe { port::attach_port(pool.mp, PORTS[0]) }
         .map_err(|e| format!("attach_port(port 0) again: {e}"))?;
-    let s_attached = stats()?;
+    let s_attached = pool.stats()?;
     println!(
         "port_shutdown: attach_port(pool, port 0): {} chunks handled ({} in EAL memory: mapped by EAL, \
          {} external pages mapped); a second attach: {} chunks; dma records {} over {} chunks, {} device(s)",
@@ -329,66 +295,24 @@ fn run(args: &Args) -> Result<(), String> {
             "a pool in EAL memory must not be mapped again with rte_dev_dma_map: {attached:?}"
         ));
     }
+    Ok(s_attached)
+}
 
+/// Configures and starts both ports, their rx queues filled from the pool.
+fn start_ports(mp: *mut sys::rte_mempool) -> Result<(), String> {
     for p in PORTS {
         setup_port(p, mp).map_err(|e| format!("port {p}: {e}"))?;
     }
+    Ok(())
+}
 
-    let fwd = Forwarder {
-        stop: AtomicBool::new(false),
-        hold: args.hold,
-        held: Mutex::new(Vec::new()),
-        rx: AtomicU64::new(0),
-        tx: AtomicU64::new(0),
-        dropped: AtomicU64::new(0),
-    };
-    // SAFETY: `fwd` outlives the launched function: we wait for it below.
-    let r = unsafe {
-        sys::rte_eal_remote_launch(
-            Some(forward),
-            (&fwd as *const Forwarder).cast_mut().cast(),
-            FWD_LCORE,
-        )
-    };
-    check(r, "rte_eal_remote_launch")?;
-    let t_fwd = Instant::now();
-    std::thread::sleep(Duration::from_millis(args.forward_ms));
-    fwd.stop.store(true, Ordering::Relaxed);
-    // SAFETY: waits for lcore 1 to return; afterwards nothing runs there.
-    let rc = unsafe { sys::rte_eal_wait_lcore(FWD_LCORE) };
-    let secs = t_fwd.elapsed().as_secs_f64();
-    if rc != 0 {
-        return Err(format!("forwarding lcore returned {rc}"));
-    }
-    let mut held = std::mem::take(&mut *fwd.held.lock().unwrap_or_else(|e| e.into_inner()));
-    let (rx, tx, dropped) = (
-        fwd.rx.load(Ordering::Relaxed),
-        fwd.tx.load(Ordering::Relaxed),
-        fwd.dropped.load(Ordering::Relaxed),
-    );
-    println!(
-        "port_shutdown: forwarded for {secs:.2} s on lcore {FWD_LCORE}: rx {rx} tx {tx} dropped {dropped} \
-         ({:.1} Mpps); application queue holds {} mbufs",
-        rx as f64 / secs / 1e6,
-        held.len()
-    );
-    if rx == 0 || tx == 0 {
-        return Err("no packet was forwarded".into());
-    }
-    if held.len() != args.hold {
-        return Err(format!(
-            "application queue holds {} mbufs, expected --hold {}",
-            held.len(),
-            args.hold
-        ));
-    }
-
-    // DPDK's own per-lcore caches (when --cache > 0) sit above the handler.
-    // The shutdown gives them back while every lcore is quiescent (or their
-    // objects would count as inflight for ever) and closes them (cache_size
-    // 0: rte_mempool_default_cache then returns NULL), or the mbufs the
-    // application returns from an EAL lcore after the shutdown would stop in
-    // that lcore's cache and never reach the handler. Count them here.
+/// Counts the mbufs in DPDK's own per-lcore caches (when --cache > 0), which
+/// sit above the handler. The shutdown gives them back while every lcore is
+/// quiescent (or their objects would count as inflight for ever) and closes
+/// them (cache_size 0: rte_mempool_default_cache then returns NULL), or the
+/// mbufs the application returns from an EAL lcore after the shutdown would
+/// stop in that lcore's cache and never reach the handler.
+fn count_dpdk_cached(mp: *mut sys::rte_mempool, cache: u32) -> i64 {
     let mut dpdk_cached: i64 = 0;
     for lcore in 0..sys::RTE_MAX_LCORE {
         // SAFETY: a live pool; every lcore is quiescent (lcore 1 was waited
@@ -400,19 +324,28 @@ fn run(args: &Args) -> Result<(), String> {
             }
         }
     }
-    if args.cache > 0 {
+    if cache > 0 {
         println!(
             "port_shutdown: DPDK's per-lcore caches hold {dpdk_cached} mbufs (shutdown_ports flushes them into the handler and closes the caches)"
         );
     }
+    dpdk_cached
+}
 
-    let s_stop = stats()?;
+/// Before the shutdown: every mbuf out of the pool is in the application
+/// queue or in DPDK's caches, and recycling left the DMA counters alone.
+fn check_before_shutdown(
+    pool: &PoolView,
+    held: usize,
+    dpdk_cached: i64,
+    s_attached: &PoolStats,
+) -> Result<(), String> {
+    let s_stop = pool.stats()?;
     println!("port_shutdown: forwarding stopped: {}", show(&s_stop));
-    if s_stop.inflight != held.len() as i64 + dpdk_cached {
+    if s_stop.inflight != held as i64 + dpdk_cached {
         return Err(format!(
-            "before shutdown: pool inflight {} but the application holds {} mbufs (and DPDK's caches {dpdk_cached})",
+            "before shutdown: pool inflight {} but the application holds {held} mbufs (and DPDK's caches {dpdk_cached})",
             s_stop.inflight,
-            held.len()
         ));
     }
     if s_stop.dma_maps != s_attached.dma_maps || s_stop.dma_unmaps != s_attached.dma_unmaps {
@@ -421,8 +354,26 @@ fn run(args: &Args) -> Result<(), String> {
             s_attached.dma_maps, s_stop.dma_maps, s_attached.dma_unmaps, s_stop.dma_unmaps
         ));
     }
+    Ok(())
+}
 
-    // Shut both ports down with the queue still full.
+/// How the shutdown released the pool.
+enum Release {
+    /// Freed by the shutdown itself (nothing was held).
+    AtOnce,
+    /// Deferred to the EAL alarm; the shutdown started at `since`.
+    Deferred { since: Instant },
+}
+
+/// Shuts both ports down with the application queue still full, which
+/// consumes the pool. With `held` mbufs out, the release must be deferred
+/// with exactly those inflight.
+fn shut_down(
+    pool: MbufPool,
+    view: &PoolView,
+    held: usize,
+    dpdk_cached: i64,
+) -> Result<Release, String> {
     let t_shut = Instant::now();
     // Forwarding has stopped (lcore 1 returned from `forward`), and lcore 0
     // is not in a get/put; the pool is consumed: freed by the shutdown.
@@ -434,43 +385,46 @@ fn run(args: &Args) -> Result<(), String> {
         t_shut.elapsed().as_millis()
     );
     match outcome {
-        ShutdownOutcome::Freed { .. } if held.is_empty() => {
-            if pool_alive(&cname) {
+        ShutdownOutcome::Freed { .. } if held == 0 => {
+            if view.alive() {
                 return Err("shutdown_ports said Freed but the pool is still registered".into());
             }
-            println!("port_shutdown: PASS (nothing held: freed at once)");
-            return Ok(());
+            Ok(Release::AtOnce)
         }
-        ShutdownOutcome::Freed { .. } => {
-            // Leak the held mbufs: their pool is gone.
-            return Err(format!(
-                "the pool was freed while the application holds {} mbufs",
-                held.len()
-            ));
-        }
-        ShutdownOutcome::Deferred { inflight } if inflight != held.len() as i64 => {
-            return Err(format!(
-                "deferred with {inflight} inflight, but the application holds {}{}",
-                held.len(),
-                if dpdk_cached > 0 {
-                    format!(
-                        " ({dpdk_cached} more sit in DPDK's per-lcore caches, which shutdown_ports does not \
-                         flush: this pool can never be released)"
-                    )
-                } else {
-                    String::new()
-                }
-            ));
-        }
-        ShutdownOutcome::Deferred { .. } => {}
+        // Leak the held mbufs: their pool is gone.
+        ShutdownOutcome::Freed { .. } => Err(format!(
+            "the pool was freed while the application holds {held} mbufs"
+        )),
+        ShutdownOutcome::Deferred { inflight } if inflight != held as i64 => Err(format!(
+            "deferred with {inflight} inflight, but the application holds {held}{}",
+            if dpdk_cached > 0 {
+                format!(
+                    " ({dpdk_cached} more sit in DPDK's per-lcore caches, which shutdown_ports does not \
+                     flush: this pool can never be released)"
+                )
+            } else {
+                String::new()
+            }
+        )),
+        ShutdownOutcome::Deferred { .. } => Ok(Release::Deferred { since: t_shut }),
     }
+}
 
-    // Deferred: print inflight as the release waits, give the mbufs back in
-    // batches racing the alarm's retries, then wait for the pool to go.
+/// While the release is deferred: prints inflight as it waits and gives the
+/// held mbufs back in `--batches` batches, `--gap-ms` apart, racing the
+/// alarm's retries (odd batches from lcore 0, even ones from a non-EAL
+/// thread). Checks at each step that the pool is alive, draining, and that
+/// no mbuf is lost. Returns the last counters read (with buffers still out)
+/// and the number of batches.
+fn return_in_batches(
+    args: &Args,
+    pool: &PoolView,
+    held: Vec<usize>,
+) -> Result<(PoolStats, usize), String> {
     let n_batches = args.batches.min(held.len()).max(1);
     let per = held.len().div_ceil(n_batches);
     let mut batches: VecDeque<Vec<usize>> = held.chunks(per).map(<[usize]>::to_vec).collect();
-    held.clear();
+    drop(held);
     let mut holding: usize = batches.iter().map(Vec::len).sum();
     let tick = Duration::from_millis(20);
     let print_every = Duration::from_millis(300);
@@ -481,7 +435,7 @@ fn run(args: &Args) -> Result<(), String> {
     let mut batch_no = 0usize;
     // Odd batches from lcore 0, even ones from a non-EAL thread.
     let mut from_thread = true;
-    let mut last_stats = stats()?;
+    let mut last_stats = pool.stats()?;
     while let Some(batch) = batches.front() {
         let now = t0.elapsed();
         let want_print = now >= next_print;
@@ -489,13 +443,13 @@ fn run(args: &Args) -> Result<(), String> {
         if want_print || want_batch {
             // The application still holds `holding` > 0 mbufs, so the pool
             // must be alive, and reading its stats is safe.
-            if !pool_alive(&cname) {
+            if !pool.alive() {
                 // Forget the held mbufs: their pool is gone.
                 return Err(format!(
                     "the pool was freed while the application still holds {holding} mbufs"
                 ));
             }
-            let s = stats()?;
+            let s = pool.stats()?;
             if want_print {
                 println!(
                     "port_shutdown: +{:>4} ms deferred release waiting: {} (application holds {holding})",
@@ -539,9 +493,12 @@ fn run(args: &Args) -> Result<(), String> {
         }
         std::thread::sleep(tick);
     }
+    Ok((last_stats, batch_no))
+}
 
-    // Every mbuf is back: the next alarm frees the pool. Do not touch it;
-    // the DMA counters below were read before the last batch went back.
+/// The DMA counters last read with buffers out: forwarding, shutdown and the
+/// returns mapped nothing, and nothing was unmapped more than mapped.
+fn check_dma_counters(last_stats: &PoolStats, s_attached: &PoolStats) -> Result<(), String> {
     println!(
         "port_shutdown: DMA counters (last read with buffers out): dma_maps {} dma_unmaps {} over {} chunks; \
          forwarding, shutdown and returns added {} maps",
@@ -559,9 +516,15 @@ fn run(args: &Args) -> Result<(), String> {
             last_stats.dma_unmaps, last_stats.dma_maps
         ));
     }
+    Ok(())
+}
+
+/// Every mbuf is back: the next alarm frees the pool (never touched here).
+/// Waits at most `--free-deadline-ms` for it to go.
+fn wait_until_freed(args: &Args, pool: &PoolView, t_shut: Instant) -> Result<(), String> {
     let t_last = Instant::now();
     let deadline = Duration::from_millis(args.free_deadline_ms);
-    while pool_alive(&cname) {
+    while pool.alive() {
         if t_last.elapsed() > deadline {
             return Err(format!(
                 "every mbuf is back but the pool was not freed within {} ms",
@@ -575,8 +538,12 @@ fn run(args: &Args) -> Result<(), String> {
         t_last.elapsed().as_millis(),
         t_shut.elapsed().as_millis()
     );
-    // Before EAL goes: ends any deferred release still armed (none here,
-    // the pool is freed; an application that may exit with one calls it).
+    Ok(())
+}
+
+/// Ends any deferred release still armed (none here, the pool is freed; an
+/// application that may exit with one calls it), then EAL.
+fn clean_up_eal() {
     let abandoned = rte_mempool_ptr_ring::port::cleanup();
     assert_eq!(abandoned, 0, "no release left to abandon");
     // SAFETY: ports closed, pool freed, no lcore running.
@@ -584,6 +551,28 @@ fn run(args: &Args) -> Result<(), String> {
     if r < 0 {
         println!("port_shutdown: rte_eal_cleanup: {r} (ignored)");
     }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    init_eal()?;
+    let pool = create_pool(args)?;
+    let view = PoolView::of(&pool);
+    let s_attached = attach_dma(&view)?;
+    start_ports(view.mp)?;
+    let held = forwarding::forward_for_a_while(args)?;
+    let dpdk_cached = count_dpdk_cached(view.mp, args.cache);
+    check_before_shutdown(&view, held.len(), dpdk_cached, &s_attached)?;
+    let t_shut = match shut_down(pool, &view, held.len(), dpdk_cached)? {
+        Release::AtOnce => {
+            println!("port_shutdown: PASS (nothing held: freed at once)");
+            return Ok(());
+        }
+        Release::Deferred { since } => since,
+    };
+    let (last_stats, batch_no) = return_in_batches(args, &view, held)?;
+    check_dma_counters(&last_stats, &s_attached)?;
+    wait_until_freed(args, &view, t_shut)?;
+    clean_up_eal();
     println!(
         "port_shutdown: PASS ({} mbufs held through shutdown, returned in {batch_no} batches, no loss, no early free)",
         args.hold

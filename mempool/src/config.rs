@@ -1,22 +1,6 @@
-//! Pool configuration and the pure layout function: every byte of the pool's
-//! single shared block is placed here, before any memory exists, so the glue
-//! can reserve it (`rte_zmalloc`, a memzone) and every process finds each
-//! part at the same offset.
-//!
-//! # Block layout
-//! ```text
-//! 0               PoolCore header (config + magic, shared counters, chunk
-//!                 table header, DMA header, shutdown state, validation
-//!                 counters; each group on its own cache lines)
-//! ring_offset     (a constant: right after the header, aligned)
-//!                 PtrRing header + slots, capacity = objects (its read-only
-//!                 config carries the single-producer/consumer flags)
-//! caches_offset   max_lcores × lcore cache (padded header + cache_size slots)
-//! chunks_offset   max_chunks × chunk record
-//! order_offset    max_chunks × u32 (record ids sorted by address)
-//! devices_offset  max_devices × device slot
-//! bitmap_offset   ⌈objects / 64⌉ × u64 home bitmap (validation only)
-//! ```
+//! Pool configuration: sizes, bounds and the cache sizing rule, and
+//! [`PoolLayout`], where [`PoolConfig::layout`] (in `layout.rs`) places
+//! every part of the pool's block.
 //!
 //! # Cache sizing rule
 //! * Default: `min(128, ⌊objects / (1.5 × max_lcores)⌋)`: page_pool's 128 at
@@ -26,13 +10,9 @@
 //! * Explicit: `cache_size <= ⌊objects / 1.5⌋` (DPDK's own rule for its
 //!   mempool cache) and `cache_size <= 512` (`RTE_MEMPOOL_CACHE_MAX_SIZE`).
 
-use crate::chunk_table;
-use crate::dma;
 use crate::error::PoolError;
-use crate::lcore_cache;
-use crate::ptr_ring::{RingLayout, MAX_CAPACITY};
+use crate::ptr_ring::RingLayout;
 use crate::shutdown::{DEFAULT_RETRY_PERIOD_NS, DEFAULT_WARN_PERIOD_NS};
-use crate::validation;
 
 /// DPDK's `RTE_MAX_LCORE` in Debian's build: the default cache array size.
 pub const DEFAULT_MAX_LCORES: u32 = 128;
@@ -180,76 +160,6 @@ impl PoolConfig {
                 }
             }
         }
-    }
-
-    /// Places every part of the pool in one block.
-    pub fn layout(&self) -> Result<PoolLayout, PoolError> {
-        let check = |what, value: usize, min, max| {
-            if value < min || value > max {
-                Err(PoolError::BadConfig {
-                    what,
-                    value,
-                    min,
-                    max,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        check("objects", self.objects, 1, MAX_CAPACITY)?;
-        check(
-            "max_lcores",
-            self.max_lcores as usize,
-            0,
-            MAX_LCORES as usize,
-        )?;
-        check("max_chunks", self.max_chunks, 1, MAX_CHUNKS)?;
-        check("max_devices", self.max_devices, 0, MAX_DEVICES)?;
-        let cache_size = self.resolved_cache_size()?;
-        // Capacity = objects: putting back every object always succeeds.
-        // MP/MC whatever the flags: this function is safe, so the layout it
-        // returns must not carry modes whose contract nobody promised (see
-        // `PoolLayout::ring`). `PoolCore::init`, whose caller does promise
-        // it, applies the flags.
-        let ring = RingLayout::for_capacity(self.objects).ok_or(PoolError::BadConfig {
-            what: "objects",
-            value: self.objects,
-            min: 1,
-            max: MAX_CAPACITY,
-        })?;
-
-        // A constant: the fast paths reach the ring without loading it.
-        let ring_offset = crate::pool::RING_OFFSET;
-        let lcore_stride = lcore_cache::stride(cache_size);
-        let caches_offset = (ring_offset + ring.bytes()).next_multiple_of(lcore_cache::CACHE_ALIGN);
-        let chunks_offset = (caches_offset + lcore_stride * self.max_lcores as usize)
-            .next_multiple_of(chunk_table::ENTRY_ALIGN);
-        let order_offset =
-            (chunks_offset + chunk_table::entries_bytes(self.max_chunks)).next_multiple_of(8);
-        let devices_offset = (order_offset + chunk_table::order_bytes(self.max_chunks))
-            .next_multiple_of(dma::SLOT_ALIGN);
-        let bitmap_offset =
-            (devices_offset + dma::slots_bytes(self.max_devices)).next_multiple_of(8);
-        let bitmap_words = validation::bitmap_words(self.objects, self.validate);
-        let align = crate::pool::HEADER_ALIGN
-            .max(ring.align())
-            .max(lcore_cache::CACHE_ALIGN);
-        let bytes = (bitmap_offset + bitmap_words * 8).next_multiple_of(align);
-        Ok(PoolLayout {
-            config: *self,
-            cache_size,
-            ring,
-            ring_offset,
-            caches_offset,
-            lcore_stride,
-            chunks_offset,
-            order_offset,
-            devices_offset,
-            bitmap_offset,
-            bitmap_words,
-            bytes,
-            align,
-        })
     }
 }
 

@@ -13,7 +13,8 @@
 //! `DESIGN.md` at the repository root draws the layers.
 //!
 //! * [`ptr_ring`]: the batched, slot-signalled ring that replaces `rte_ring`.
-//! * [`config`]: [`PoolConfig`] and the pure layout of the pool's one block.
+//! * [`config`]: [`PoolConfig`] and [`PoolLayout`]; `layout`: the pure
+//!   layout function that places every part of the pool's one block.
 //! * [`pool`]: [`PoolCore`], the pool in that block (and [`HeapPool`]).
 //! * [`lcore_cache`]: the per-lcore caches in front of the ring.
 //! * [`inflight`]: hold/release accounting.
@@ -37,6 +38,7 @@ pub mod error;
 pub(crate) mod heap_block;
 pub mod inflight;
 pub mod iova;
+mod layout;
 pub mod lcore_cache;
 pub mod owner;
 pub mod pool;

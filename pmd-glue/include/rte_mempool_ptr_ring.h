@@ -36,7 +36,7 @@ struct ptr_ring_pool_config {
 /* Values of ptr_ring_stats.state. */
 #define PTR_RING_STATE_ACTIVE   0 /* serving gets and puts */
 #define PTR_RING_STATE_DRAINING 1 /* shutting down, waiting for buffers */
-#define PTR_RING_STATE_ORPHANED 2 /* shutting down, its device gone */
+/* 2 is reserved: never reported. */
 #define PTR_RING_STATE_RELEASED 3 /* every buffer back, pool released */
 
 struct ptr_ring_stats {

@@ -78,6 +78,31 @@ pub const SINGLE_SIDED: u32 = sys::RTE_MEMPOOL_F_SP_PUT | sys::RTE_MEMPOOL_F_SC_
 /// An mbuf pool (`rte_pktmbuf_pool_create_by_ops`) served by ptr_ring.
 /// Freed on drop (`rte_mempool_free`), or by [`MbufPool::shutdown`].
 ///
+/// A program's whole life with one pool: EAL, the pool, mbufs out and back,
+/// the counters, the shutdown (here with no port, so it frees the pool at
+/// once):
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use rte_mempool_ptr_ring::api::{self, MbufPool};
+/// use rte_mempool_ptr_ring::port::ShutdownOutcome;
+///
+/// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+/// api::eal_init(&["app", "--no-huge", "-m", "256", "--no-pci"])?;
+/// let pool = MbufPool::create("rx_pool", 8191, 256, 2048, -1)?;
+/// {
+///     let m = pool.alloc().expect("a free mbuf");
+///     assert_eq!(pool.stats()?.inflight, 1);
+///     drop(m); // back to the pool
+/// }
+/// match pool.shutdown(&[], Duration::from_millis(100))? {
+///     ShutdownOutcome::Freed { .. } => println!("freed"),
+///     ShutdownOutcome::Deferred { inflight } => println!("{inflight} mbufs still out"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
 /// An mbuf borrows its pool: the pool cannot be dropped or shut down while
 /// one is alive.
 ///
@@ -132,9 +157,73 @@ unsafe impl Send for MbufPool {}
 // SAFETY: as above.
 unsafe impl Sync for MbufPool {}
 
+/// What [`MbufPool::create_with_flags`] (and its `unsafe` twin) builds: `n`
+/// mbufs of data room `data_room`, DPDK cache `cache_size`, on `socket`
+/// (`-1`: any), with mempool `flags` (`rte_mempool_create_empty`'s).
+/// [`new`](PoolParams::new) gives socket `-1` and no flags.
+///
+/// ```
+/// use rte_mempool_ptr_ring::api::PoolParams;
+///
+/// let p = PoolParams {
+///     socket: 0,
+///     ..PoolParams::new("tx_pool", 4095, 0, 2048)
+/// };
+/// assert_eq!((p.n, p.socket, p.flags), (4095, 0, 0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolParams<'a> {
+    /// The pool's name (a memzone name: unique in the process group).
+    pub name: &'a str,
+    /// The number of mbufs.
+    pub n: u32,
+    /// DPDK's per-lcore cache size (0: none).
+    pub cache_size: u32,
+    /// Each mbuf's data room, headroom included.
+    pub data_room: u16,
+    /// The NUMA socket, `-1` for any.
+    pub socket: i32,
+    /// Mempool flags (`RTE_MEMPOOL_F_*`).
+    pub flags: u32,
+}
+
+impl<'a> PoolParams<'a> {
+    /// `n` mbufs of `data_room` with DPDK cache `cache_size`, on any socket,
+    /// no flags.
+    pub fn new(name: &'a str, n: u32, cache_size: u32, data_room: u16) -> Self {
+        PoolParams {
+            name,
+            n,
+            cache_size,
+            data_room,
+            socket: -1,
+            flags: 0,
+        }
+    }
+}
+
+/// Registers the ops and makes the C strings a pool creation passes to
+/// DPDK: the pool's name and the ops name.
+fn creation_names(name: &str) -> Result<(CString, CString), GlueError> {
+    ensure_registered()?;
+    let cname = CString::new(name).map_err(|_| GlueError::BadArg { arg: name.into() })?;
+    let ops_name = CString::new(ops::OPS_NAME).expect("literal");
+    Ok((cname, ops_name))
+}
+
 impl MbufPool {
     /// Creates a pool of `n` mbufs with DPDK cache `cache_size` and data room
     /// `data_room` on `socket` (`-1`: any).
+    ///
+    /// ```no_run
+    /// # use rte_mempool_ptr_ring::api::{self, MbufPool};
+    /// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+    /// api::eal_init(&["app", "--no-huge", "-m", "256"])?;
+    /// let pool = MbufPool::create("rx_pool", 8191, 256, 2048, -1)?;
+    /// assert_eq!(pool.size(), 8191);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn create(
         name: &str,
         n: u32,
@@ -142,9 +231,7 @@ impl MbufPool {
         data_room: u16,
         socket: i32,
     ) -> Result<MbufPool, GlueError> {
-        ensure_registered()?;
-        let cname = CString::new(name).map_err(|_| GlueError::BadArg { arg: name.into() })?;
-        let ops_name = CString::new(ops::OPS_NAME).expect("literal");
+        let (cname, ops_name) = creation_names(name)?;
         // SAFETY: valid strings; DPDK returns null with rte_errno on failure.
         let mp = unsafe {
             sys::rte_pktmbuf_pool_create_by_ops(
@@ -166,7 +253,7 @@ impl MbufPool {
     }
 
     /// [`create`](MbufPool::create) with mempool flags
-    /// (`rte_mempool_create_empty`'s), built the way
+    /// ([`PoolParams::flags`]), built the way
     /// `rte_pktmbuf_pool_create_by_ops` does, which takes no flags.
     ///
     /// # Errors
@@ -176,19 +263,40 @@ impl MbufPool {
     /// sharing this `Sync` handle cannot promise.
     /// [`create_with_flags_unchecked`](MbufPool::create_with_flags_unchecked)
     /// takes the flags, as `unsafe`.
-    pub fn create_with_flags(
-        name: &str,
-        n: u32,
-        cache_size: u32,
-        data_room: u16,
-        socket: i32,
-        flags: u32,
-    ) -> Result<MbufPool, GlueError> {
-        if flags & SINGLE_SIDED != 0 {
-            return Err(GlueError::SingleSided { flags });
+    ///
+    /// ```no_run
+    /// # use dpdk_sys as sys;
+    /// # use rte_mempool_ptr_ring::api::{self, MbufPool, PoolParams};
+    /// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+    /// api::eal_init(&["app", "--no-huge", "-m", "256"])?;
+    /// let pool = MbufPool::create_with_flags(&PoolParams {
+    ///     flags: sys::RTE_MEMPOOL_F_NO_IOVA_CONTIG,
+    ///     ..PoolParams::new("rx_pool", 8191, 256, 2048)
+    /// })?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// The refusal needs no EAL:
+    ///
+    /// ```
+    /// # use rte_mempool_ptr_ring::api::{MbufPool, PoolParams, SINGLE_SIDED};
+    /// # use rte_mempool_ptr_ring::GlueError;
+    /// let sp_sc = PoolParams {
+    ///     flags: SINGLE_SIDED,
+    ///     ..PoolParams::new("sp_sc", 1023, 0, 2048)
+    /// };
+    /// let e = MbufPool::create_with_flags(&sp_sc).err();
+    /// assert!(matches!(e, Some(GlueError::SingleSided { flags: SINGLE_SIDED })));
+    /// ```
+    pub fn create_with_flags(params: &PoolParams<'_>) -> Result<MbufPool, GlueError> {
+        if params.flags & SINGLE_SIDED != 0 {
+            return Err(GlueError::SingleSided {
+                flags: params.flags,
+            });
         }
         // SAFETY: neither single-sided flag, so there is no contract to keep.
-        unsafe { Self::create_with_flags_unchecked(name, n, cache_size, data_room, socket, flags) }
+        unsafe { Self::create_with_flags_unchecked(params) }
     }
 
     /// [`create_with_flags`](MbufPool::create_with_flags) that also takes
@@ -196,6 +304,23 @@ impl MbufPool {
     /// pool that one thread at a time puts to and one thread at a time gets
     /// from: the handler's ring then takes no lock on that side, as
     /// DPDK's `ring_sp_sc` does.
+    ///
+    /// ```no_run
+    /// # use rte_mempool_ptr_ring::api::{self, MbufPool, PoolParams, SINGLE_SIDED};
+    /// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+    /// api::eal_init(&["app", "--no-huge", "-m", "256"])?;
+    /// let params = PoolParams {
+    ///     flags: SINGLE_SIDED,
+    ///     ..PoolParams::new("sp_sc", 1023, 0, 2048)
+    /// };
+    /// // SAFETY: this thread is the pool's only getter and only putter,
+    /// // and it is dropped after the last of them.
+    /// let pool = unsafe { MbufPool::create_with_flags_unchecked(&params) }?;
+    /// let m = pool.alloc();
+    /// drop(m);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Safety
     /// * With `RTE_MEMPOOL_F_SC_GET`, no two gets from the pool run at
@@ -224,16 +349,17 @@ impl MbufPool {
     /// and a getter's plain copy of a slot races with the second put's
     /// store to it. Nothing detects it as it happens.
     pub unsafe fn create_with_flags_unchecked(
-        name: &str,
-        n: u32,
-        cache_size: u32,
-        data_room: u16,
-        socket: i32,
-        flags: u32,
+        params: &PoolParams<'_>,
     ) -> Result<MbufPool, GlueError> {
-        ensure_registered()?;
-        let cname = CString::new(name).map_err(|_| GlueError::BadArg { arg: name.into() })?;
-        let ops_name = CString::new(ops::OPS_NAME).expect("literal");
+        let PoolParams {
+            name,
+            n,
+            cache_size,
+            data_room,
+            socket,
+            flags,
+        } = *params;
+        let (cname, ops_name) = creation_names(name)?;
         let elt = core::mem::size_of::<sys::rte_mbuf>() as u32 + u32::from(data_room);
         let priv_size = core::mem::size_of::<sys::rte_pktmbuf_pool_private>() as u32;
         let dpdk_err = |call: &'static str, rc: i32| GlueError::Dpdk {
@@ -285,6 +411,19 @@ impl MbufPool {
     }
 
     /// One mbuf, or `None` when the pool is exhausted.
+    ///
+    /// ```no_run
+    /// # use rte_mempool_ptr_ring::api::{self, MbufPool};
+    /// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+    /// # api::eal_init(&["app", "--no-huge", "-m", "256"])?;
+    /// let pool = MbufPool::create("one", 63, 0, 2048, -1)?;
+    /// let m = pool.alloc().expect("a free mbuf");
+    /// assert_eq!(pool.available(), 62);
+    /// drop(m);
+    /// assert_eq!(pool.available(), 63);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn alloc(&self) -> Option<Mbuf<'_>> {
         // SAFETY: a live pool.
         NonNull::new(unsafe { sys::rte_pktmbuf_alloc(self.mp.as_ptr()) }).map(|m| Mbuf {
@@ -294,6 +433,18 @@ impl MbufPool {
     }
 
     /// `n` mbufs, all or none.
+    ///
+    /// ```no_run
+    /// # use rte_mempool_ptr_ring::api::{self, MbufPool};
+    /// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+    /// # api::eal_init(&["app", "--no-huge", "-m", "256"])?;
+    /// let pool = MbufPool::create("bulk", 63, 0, 2048, -1)?;
+    /// let burst = pool.alloc_bulk(32).expect("32 free mbufs");
+    /// assert!(pool.alloc_bulk(32).is_none(), "only 31 left: none taken");
+    /// drop(burst);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn alloc_bulk(&self, n: usize) -> Option<Vec<Mbuf<'_>>> {
         let mut raw: Vec<*mut sys::rte_mbuf> = vec![core::ptr::null_mut(); n];
         // SAFETY: a live pool and room for `n` pointers.
@@ -322,6 +473,18 @@ impl MbufPool {
     }
 
     /// The handler's counters.
+    ///
+    /// ```no_run
+    /// # use rte_mempool_ptr_ring::api::{self, MbufPool};
+    /// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+    /// # api::eal_init(&["app", "--no-huge", "-m", "256"])?;
+    /// let pool = MbufPool::create("counted", 1023, 0, 2048, -1)?;
+    /// let _m = pool.alloc();
+    /// let s = pool.stats()?;
+    /// println!("{} out, {} in the ring, state {:?}", s.inflight, s.in_ring, s.state);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stats(&self) -> Result<PoolStats, GlueError> {
         // SAFETY: a live pool.
         let z = unsafe { zone::ours(self.mp.as_ptr()) }?;
@@ -344,6 +507,27 @@ impl MbufPool {
     /// code (no `&MbufPool` and no [`Mbuf`] is left to use it); code that
     /// shares [`as_ptr`](MbufPool::as_ptr) with other lcores must stop them
     /// first, as for `rte_mempool_free`.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use rte_mempool_ptr_ring::api::{self, MbufPool};
+    /// # use rte_mempool_ptr_ring::port::ShutdownOutcome;
+    /// # fn main() -> Result<(), rte_mempool_ptr_ring::GlueError> {
+    /// # api::eal_init(&["app", "--no-huge", "-m", "256", "--vdev", "net_null0"])?;
+    /// let pool = MbufPool::create("rx_pool", 8191, 0, 2048, -1)?;
+    /// // ... port 0's queues set up on `pool.as_ptr()`, forwarding ...
+    /// let queued = pool.alloc().expect("mbuf").into_raw(); // still out
+    /// let mp = pool.as_ptr();
+    /// let outcome = pool.shutdown(&[0], Duration::from_millis(200))?;
+    /// assert!(matches!(outcome, ShutdownOutcome::Deferred { inflight: 1 }));
+    /// // SAFETY: the pool lives while `queued` is out.
+    /// println!("{:?}", unsafe { api::stats_of(mp) }?.state);
+    /// // SAFETY: the application's mbuf; the last one back: the EAL alarm
+    /// // frees the pool.
+    /// unsafe { dpdk_sys::rte_pktmbuf_free(queued) };
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn shutdown(self, ports: &[u16], wait: Duration) -> Result<ShutdownOutcome, GlueError> {
         let this = ManuallyDrop::new(self);
         // SAFETY: a live ptr_ring pool we own and give up here: `this` is
@@ -379,7 +563,9 @@ impl Mbuf<'_> {
         self.m.as_ptr()
     }
 
-    /// Gives up ownership without freeing.
+    /// Gives up ownership without freeing: the mbuf no longer borrows its
+    /// pool, and is the application's to free (`rte_pktmbuf_free`), e.g.
+    /// after a [`shutdown`](MbufPool::shutdown) deferred the release.
     pub fn into_raw(self) -> *mut sys::rte_mbuf {
         let p = self.m.as_ptr();
         core::mem::forget(self);
@@ -408,7 +594,11 @@ mod tests {
             SINGLE_SIDED,
             sys::RTE_MEMPOOL_F_SC_GET | sys::RTE_MEMPOOL_F_NO_IOVA_CONTIG,
         ] {
-            let e = MbufPool::create_with_flags("single_sided", 63, 0, 2048, -1, flags).err();
+            let params = PoolParams {
+                flags,
+                ..PoolParams::new("single_sided", 63, 0, 2048)
+            };
+            let e = MbufPool::create_with_flags(&params).err();
             assert!(
                 matches!(e, Some(GlueError::SingleSided { flags: f }) if f == flags),
                 "flags {flags:#x}: {e:?}"

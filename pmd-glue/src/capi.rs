@@ -41,7 +41,8 @@ pub struct PtrRingStats {
     /// 1 when validation mode is on.
     pub validation: u32,
     /// [`mempool::PoolState`] as `PTR_RING_STATE_*` of the C header (see
-    /// [`STATE_VALUES`]): 0 active, 1 draining, 2 orphaned, 3 released.
+    /// [`STATE_VALUES`]): 0 active, 1 draining, 3 released. 2 is reserved:
+    /// the glue never enters the core's `Orphaned`.
     pub state: u32,
 }
 
@@ -264,17 +265,15 @@ unsafe fn shutdown_code(outcome: ShutdownOutcome, inflight: *mut i64) -> c_int {
 /// `PTR_RING_STATE_*` of the C header, by name: `ptr_ring_stats.state` is
 /// `PoolState as u32`, so each must be the matching variant's value (checked
 /// below at compile time, and against the header's text by a test).
-pub const STATE_VALUES: [(&str, mempool::PoolState); 4] = [
+pub const STATE_VALUES: [(&str, mempool::PoolState); 3] = [
     ("PTR_RING_STATE_ACTIVE", mempool::PoolState::Active),
     ("PTR_RING_STATE_DRAINING", mempool::PoolState::Draining),
-    ("PTR_RING_STATE_ORPHANED", mempool::PoolState::Orphaned),
     ("PTR_RING_STATE_RELEASED", mempool::PoolState::Released),
 ];
 
 const _: () = {
     assert!(mempool::PoolState::Active as u32 == 0);
     assert!(mempool::PoolState::Draining as u32 == 1);
-    assert!(mempool::PoolState::Orphaned as u32 == 2);
     assert!(mempool::PoolState::Released as u32 == 3);
 };
 
@@ -313,10 +312,18 @@ mod tests {
         );
     }
 
-    /// The header's `#define PTR_RING_STATE_*` values are the core's.
+    /// The header's `#define PTR_RING_STATE_*` values are the core's, and
+    /// it defines no other state.
     #[test]
     fn header_state_values_match_the_core() {
         let h = include_str!("../include/rte_mempool_ptr_ring.h");
+        let defined: Vec<&str> = h
+            .lines()
+            .filter(|l| l.starts_with("#define PTR_RING_STATE_"))
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        let named: Vec<&str> = STATE_VALUES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(defined, named, "the header's states");
         for (name, state) in STATE_VALUES {
             let line = h
                 .lines()

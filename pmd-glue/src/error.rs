@@ -42,7 +42,7 @@ pub enum GlueError {
     /// name longer than DPDK itself accepts (see `zone::MAX_POOL_NAME`).
     #[error(
         "memzone name {name:?} is too long (DPDK takes mempool names of up to {} characters)",
-        crate::zone::dpdk_max_pool_name()
+        crate::cname::dpdk_max_pool_name()
     )]
     NameTooLong {
         /// The name we would have used.

@@ -11,7 +11,7 @@ use dpdk_sys as sys;
 
 use crate::error::GlueError;
 use crate::log::Level;
-use crate::{log, zone};
+use crate::{cname, log};
 
 /// Runs `f`, turning a panic (only possible in builds that unwind) into
 /// `-EFAULT` instead of unwinding into C.
@@ -45,5 +45,5 @@ pub(crate) fn c_result(r: Result<c_int, GlueError>) -> c_int {
 /// The name of a mempool, for log lines and errors.
 pub(crate) fn pool_name(mp: *const sys::rte_mempool) -> String {
     // SAFETY: DPDK passes a valid mempool whose name is NUL-terminated.
-    zone::cstr_field(unsafe { &(*mp).name })
+    cname::cstr_field(unsafe { &(*mp).name })
 }

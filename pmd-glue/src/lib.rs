@@ -18,12 +18,14 @@
 //!   `include/rte_mempool_ptr_ring.h`;
 //! * `owner`: this process's owner id for the pools' shared locks, and the
 //!   log line of a takeover from a dead process;
-//! * `ffi`: the panic guard every function called from C runs in.
+//! * `ffi`: the panic guard every function called from C runs in; `cname`:
+//!   reading C names (re-exported by [`zone`]).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod api;
 pub mod capi;
+pub(crate) mod cname;
 pub mod error;
 pub(crate) mod ffi;
 pub mod log;

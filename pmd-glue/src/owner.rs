@@ -13,7 +13,7 @@ use dpdk_sys as sys;
 use mempool::owner::{self, Lease, Takeover};
 
 use crate::log::Level;
-use crate::{log, ops, zone};
+use crate::{cname, log, ops, zone};
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -71,7 +71,7 @@ fn pool_holding(at: usize) -> Option<String> {
         let end = base + core::mem::size_of::<zone::ZoneHeader>() + z.header.core_bytes as usize;
         if (base..end).contains(&at) {
             // SAFETY: as above; the name is NUL-terminated.
-            name = Some(zone::cstr_field(unsafe { &(*mp).name }));
+            name = Some(cname::cstr_field(unsafe { &(*mp).name }));
         }
     });
     name

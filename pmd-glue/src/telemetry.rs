@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use dpdk_sys as sys;
 use mempool::HoldRelease;
 
-use crate::{ffi, ops, zone};
+use crate::{cname, ffi, ops, zone};
 
 /// Pools in this process whose ops are `ptr_ring`.
 pub fn pools() -> Vec<String> {
@@ -20,7 +20,7 @@ pub fn pools() -> Vec<String> {
         // SAFETY: a listed mempool, alive while the walk holds the lock.
         if unsafe { ops::ops_name_of(mp) } == ops::OPS_NAME {
             // SAFETY: as above; the name is NUL-terminated.
-            names.push(zone::cstr_field(unsafe { &(*mp).name }));
+            names.push(cname::cstr_field(unsafe { &(*mp).name }));
         }
     });
     names

@@ -4,7 +4,7 @@
 //! (ring, caches, counters, IOVA table) follows at `core_offset`. Nothing in
 //! it is process-local, so secondary processes use it as it is.
 
-use core::ffi::{c_char, c_void, CStr};
+use core::ffi::{c_void, CStr};
 use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 use std::ffi::CString;
@@ -17,6 +17,10 @@ use mempool::{PoolConfig, PoolCore, PoolLayout};
 use crate::error::GlueError;
 use crate::port::ReleaseLock;
 use crate::{ffi, ops};
+
+// Public here, where the crate's users find them; they live in the leaf
+// module `cname`, which every module may use.
+pub use crate::cname::{cstr_field, cstr_ptr, dpdk_max_pool_name};
 
 /// Memzone name prefix of our pools.
 pub const ZONE_PREFIX: &str = "PR_";
@@ -191,14 +195,6 @@ pub struct Zone<'a> {
 /// less [`ZONE_PREFIX`] and the NUL (28), more than DPDK takes
 /// ([`dpdk_max_pool_name`]), so every pool gets a zone name.
 pub const MAX_POOL_NAME: usize = sys::RTE_MEMZONE_NAMESIZE as usize - 1 - ZONE_PREFIX.len();
-
-/// Longest mempool name DPDK accepts, `RTE_MEMPOOL_NAMESIZE - 1` (25):
-/// the room in `rte_mempool::name`, into which `rte_mempool_create_empty`
-/// copies the name, refusing longer ones (bindgen cannot carry the macro,
-/// a `sizeof` expression).
-pub fn dpdk_max_pool_name() -> usize {
-    sys::rte_mempool::default().name.len() - 1
-}
 
 /// Builds the memzone name for a pool.
 pub fn zone_name(pool_name: &str) -> Result<CString, GlueError> {
@@ -436,30 +432,6 @@ pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
         sys::rte_memzone_free(mz);
     }
     Ok(())
-}
-
-/// Reads a NUL-terminated fixed-size C name field.
-pub fn cstr_field(field: &[c_char]) -> String {
-    let bytes: Vec<u8> = field
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
-/// Reads a NUL-terminated C string (empty for null).
-///
-/// # Safety
-/// `p` is null or points to a NUL-terminated string.
-pub unsafe fn cstr_ptr(p: *const c_char) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: non-null and NUL-terminated (caller's contract).
-    unsafe { std::ffi::CStr::from_ptr(p) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 #[cfg(test)]

@@ -582,7 +582,7 @@ fn mp_primary() {
     unsafe { port::attach_device(mp, a, &mut c) }.expect("attach a");
     let entries = vfio.with(|m| m.entries());
     let mut child = rerun_self(
-        "eal_dma",
+        test_name_of(&dma_mappings_follow_devices_and_chunks),
         &[(ROLE_ENV, "secondary"), (PREFIX_ENV, prefix.as_str())],
         false,
     );
@@ -646,7 +646,7 @@ fn across_processes() {
     let prefix = format!("ptrring_dma_{}", std::process::id());
     remove_prefix_files(&prefix);
     let mut child = rerun_self(
-        "eal_dma",
+        test_name_of(&dma_mappings_follow_devices_and_chunks),
         &[(ROLE_ENV, "primary"), (PREFIX_ENV, prefix.as_str())],
         false,
     );
@@ -657,7 +657,7 @@ fn across_processes() {
 }
 
 #[test]
-fn eal_dma() {
+fn dma_mappings_follow_devices_and_chunks() {
     match std::env::var(ROLE_ENV).as_deref() {
         Ok("primary") => return mp_primary(),
         Ok("secondary") => return mp_secondary(),

@@ -191,7 +191,7 @@ fn failures_before_a_full_return() {
 }
 
 #[test]
-fn eal_exhaustion() {
+fn a_pool_of_n_hands_out_n_mbufs_then_fails_losing_none() {
     init_eal(&eal_args("eal_exhaustion", "0"));
     exhaust(0);
     exhaust(32);

@@ -320,7 +320,7 @@ fn recycle(name: &str, cache: u32, iova_va: bool) {
 }
 
 #[test]
-fn iova_recycle() {
+fn iovas_and_objects_come_back_unchanged_through_recycling() {
     let mut args = common::eal_args("eal_iova_recycle", "0");
     args.extend(["--vdev", "net_null0"].map(String::from));
     common::init_eal(&args);

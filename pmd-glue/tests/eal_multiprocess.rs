@@ -354,7 +354,11 @@ fn parent() {
         ("PTR_RING_MP_ROLE", "primary"),
         ("PTR_RING_MP_PREFIX", prefix.as_str()),
     ];
-    let mut pri = rerun_self(TEST, &envs, true);
+    let mut pri = rerun_self(
+        test_name_of(&a_secondary_shares_the_primarys_pool_and_ops_index),
+        &envs,
+        true,
+    );
     let stdout = pri.stdout.take().unwrap();
     let mut stdin = pri.stdin.take().unwrap();
     guard.children.push(pri);
@@ -382,7 +386,11 @@ fn parent() {
         ("PTR_RING_MP_ROLE", "secondary"),
         ("PTR_RING_MP_PREFIX", prefix.as_str()),
     ];
-    let mut sec = rerun_self(TEST, &envs, false);
+    let mut sec = rerun_self(
+        test_name_of(&a_secondary_shares_the_primarys_pool_and_ops_index),
+        &envs,
+        false,
+    );
     let st = wait_timeout(&mut sec, 60, "secondary");
     assert!(st.success(), "secondary failed: {st}");
 
@@ -428,7 +436,7 @@ fn parent() {
 }
 
 #[test]
-fn eal_multiprocess() {
+fn a_secondary_shares_the_primarys_pool_and_ops_index() {
     let prefix = std::env::var("PTR_RING_MP_PREFIX").unwrap_or_default();
     match std::env::var("PTR_RING_MP_ROLE").as_deref() {
         Ok("primary") => primary(&prefix),

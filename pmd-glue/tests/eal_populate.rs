@@ -104,7 +104,7 @@ fn populate_anon(name: &str, ops: &str) -> (i32, usize, *mut sys::rte_mempool) {
 }
 
 #[test]
-fn eal_populate() {
+fn populates_wherever_ring_mp_mc_does_with_iova_as_pa() {
     // Transparent huge pages would make anonymous memory physically
     // contiguous by 2 MB (a few chunks): the worst case needs 4 KB pages.
     // SAFETY: a plain process attribute.

@@ -175,7 +175,11 @@ fn exit_with_buffers_out() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return exit_child();
     }
-    let mut child = rerun_self("exit_with_buffers_out", &[(CHILD_ENV, "1")], true);
+    let mut child = rerun_self(
+        test_name_of(&exit_with_buffers_out),
+        &[(CHILD_ENV, "1")],
+        true,
+    );
     let st = wait_timeout(&mut child, 60, "exit child");
     let mut out = String::new();
     child

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use dpdk_sys as sys;
-use rte_mempool_ptr_ring::api::MbufPool;
+use rte_mempool_ptr_ring::api::{MbufPool, PoolParams};
 
 const POOL: u32 = 2047;
 const TOTAL: u64 = 400_000;
@@ -103,14 +103,10 @@ fn run(cache: u32, flags: u32) {
         // putter; the setup and the teardown run while the other is idle
         // (see above).
         unsafe {
-            MbufPool::create_with_flags_unchecked(
-                &name,
-                POOL,
-                cache,
-                sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
-                -1,
+            MbufPool::create_with_flags_unchecked(&PoolParams {
                 flags,
-            )
+                ..PoolParams::new(&name, POOL, cache, sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16)
+            })
         }
         .expect("create")
     });
@@ -256,7 +252,7 @@ fn count_after(line: &str, word: &str) -> Option<u64> {
 }
 
 #[test]
-fn eal_two_lcores() {
+fn mbufs_freed_on_another_lcore_all_come_back() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
         eprintln!("test: SKIP eal_two_lcores: needs 2 CPUs for EAL lcores 0-1, this process may use {cpus}");

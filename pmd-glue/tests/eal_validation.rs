@@ -159,11 +159,15 @@ fn run() {
 }
 
 #[test]
-fn eal_validation() {
+fn validation_rejects_foreign_pointers_and_double_frees() {
     if std::env::var("PTR_RING_VALIDATE").as_deref() == Ok("1") {
         run();
     } else {
-        let mut child = rerun_self(TEST, &[("PTR_RING_VALIDATE", "1")], false);
+        let mut child = rerun_self(
+            test_name_of(&validation_rejects_foreign_pointers_and_double_frees),
+            &[("PTR_RING_VALIDATE", "1")],
+            false,
+        );
         let st = wait_timeout(&mut child, 60, "validation child");
         assert!(st.success(), "validation child failed: {st}");
     }

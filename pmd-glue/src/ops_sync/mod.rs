@@ -200,7 +200,7 @@ pub fn ops_table_entries() -> Vec<String> {
                 .enqueue
                 .map_or(String::from("?"), |f| object_of(f as usize));
             let lib = lib.rsplit('/').next().unwrap_or(&lib).to_owned();
-            format!("{} ({lib})", crate::zone::cstr_field(&o.name))
+            format!("{} ({lib})", crate::cname::cstr_field(&o.name))
         })
         .collect()
 }

@@ -7,7 +7,7 @@ use dpdk_sys as sys;
 
 use super::MAX_OPS;
 use crate::log::Level;
-use crate::{log, ops, zone};
+use crate::{cname, log, ops};
 
 /// The process's ops table, locked; entries below `num_ops` are set.
 pub(super) struct Table {
@@ -35,7 +35,7 @@ impl Table {
     pub(super) fn names(&mut self) -> Vec<String> {
         self.ops()
             .iter()
-            .map(|o| zone::cstr_field(&o.name))
+            .map(|o| cname::cstr_field(&o.name))
             .collect()
     }
 
@@ -124,7 +124,7 @@ fn plan(primary: &[String], mine: &[String]) -> (Vec<Slot>, Vec<String>) {
 pub(super) fn reorder_like(primary: &[String]) -> (Vec<String>, Vec<String>, Vec<String>) {
     let mut t = Table::lock();
     let cur: Vec<sys::rte_mempool_ops> = t.ops().to_vec();
-    let names: Vec<String> = cur.iter().map(|o| zone::cstr_field(&o.name)).collect();
+    let names: Vec<String> = cur.iter().map(|o| cname::cstr_field(&o.name)).collect();
     let (slots, dropped) = plan(primary, &names);
     let (mut stubs, mut extra) = (Vec::new(), Vec::new());
     let new: Vec<sys::rte_mempool_ops> = slots

@@ -15,7 +15,7 @@ use super::release::release_lock;
 use crate::error::GlueError;
 use crate::ffi::{self, pool_name};
 use crate::log::Level;
-use crate::{log, zone};
+use crate::{cname, log, zone};
 
 /// One device we mapped pools for: its `rte_device` (process-local) and the
 /// ports of it that were attached.
@@ -90,7 +90,7 @@ pub unsafe fn attach_port(mp: *mut sys::rte_mempool, port: u16) -> Result<DmaAtt
     let dev = port_device(port)?;
     // SAFETY: a live device of a valid port; DPDK returns its
     // NUL-terminated name.
-    let name = unsafe { zone::cstr_ptr(sys::rte_dev_name(dev)) };
+    let name = unsafe { cname::cstr_ptr(sys::rte_dev_name(dev)) };
     let id = remember_port(port, dev, &name);
     let a = attach_zone(mp, &z, id, &mut RteDevDma)?;
     log_attach(mp, port, &name, &a);

@@ -108,6 +108,14 @@ pub fn strerror(e: i32) -> String {
         .into_owned()
 }
 
+/// The name of the test function `f`, for [`rerun_self`]: taken from the
+/// function itself, so a renamed test cannot leave its children filtering
+/// on an old name (a filter that matches nothing runs no test and passes).
+pub fn test_name_of<F: Fn()>(f: &F) -> &'static str {
+    let path = std::any::type_name_of_val(f);
+    path.rsplit("::").next().unwrap_or(path)
+}
+
 /// Runs this test binary again as a child running only `test_name`, with
 /// `envs` added; stdin and stdout are piped when `pipe_io`.
 pub fn rerun_self(test_name: &str, envs: &[(&str, &str)], pipe_io: bool) -> Child {
