@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use dpdk_sys as sys;
 
+use crate::cname;
 use crate::error::GlueError;
-use crate::zone;
 
 /// Name under which the handler registers.
 pub const OPS_NAME: &str = "ptr_ring";
@@ -82,7 +82,7 @@ pub fn lookup_index() -> Option<i32> {
     unsafe {
         let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
         (0..table.num_ops as usize)
-            .find(|&i| zone::cstr_field(&table.ops[i].name) == OPS_NAME)
+            .find(|&i| cname::cstr_field(&table.ops[i].name) == OPS_NAME)
             .map(|i| i as i32)
     }
 }
@@ -100,6 +100,6 @@ pub unsafe fn ops_name_of(mp: *const sys::rte_mempool) -> String {
         if i < 0 || i as u32 >= table.num_ops {
             return String::new();
         }
-        zone::cstr_field(&table.ops[i as usize].name)
+        cname::cstr_field(&table.ops[i as usize].name)
     }
 }
