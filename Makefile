@@ -51,7 +51,7 @@ test-dpdk: build
 		--exclude mempool $(ROOT_EXCLUDE)
 	TEST_DPDK_SKIP_CARGO=1 TEST_DPDK_CARGO_SKIPS=build/cargo-skips.log bash scripts/test-dpdk.sh
 	bash scripts/test-pmds.sh
-	$(CARGO) build --release -p pmd-glue --no-default-features --features test-hooks \
+	$(CARGO) build --release -p pmd-glue-so --no-default-features --features test-hooks \
 		--target-dir target/other-build
 	bash scripts/test-multiprocess.sh
 	$(if $(DPDK_ROOT_SUITE),@echo "test-kill: left out in the $(DPDK_ROOT_SUITE) root (ran on the host)",bash scripts/test-kill.sh)

@@ -110,13 +110,13 @@ else
 fi
 
 # ---------------------------------------------------------------- build
-step "build (cargo build --release -p pmd-glue -p bench; l2fwd example)"
+step "build (cargo build --release -p pmd-glue-so -p bench; l2fwd example)"
 [[ -f build/eal-mem.env ]] || bash scripts/setup.sh
 # shellcheck source=scripts/testpmd-rate.sh
 source scripts/testpmd-rate.sh
 # shellcheck source=scripts/pool-ops.sh
 source scripts/pool-ops.sh # which handler served a pool, read through telemetry
-cargo build --release -p pmd-glue -p bench
+cargo build --release -p pmd-glue-so -p bench
 mkdir -p "$out"
 # The example as the installed DPDK ships it (package dpdk-doc), built
 # against that DPDK.

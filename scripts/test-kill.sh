@@ -245,7 +245,7 @@ fi
 if [[ $FORCED -eq 1 ]]; then
     crash=$repo/target/crash/release
     echo "kill: building the crash-points handler and mp_churn into target/crash"
-    if ! { "$CARGO" build --release --target-dir target/crash -p pmd-glue --features mempool/crash-points &&
+    if ! { "$CARGO" build --release --target-dir target/crash -p pmd-glue-so -p mempool --features mempool/crash-points &&
         "$CARGO" build --release --target-dir target/crash -p examples --bin mp_churn --features crash-points; } \
         >"$logs/build-crash.log" 2>&1; then
         fail forced "cannot build the crash-points handler" "$logs/build-crash.log"

@@ -64,7 +64,7 @@
 #
 # Environment: PTR_RING_LIB (the handler .so, default target/release/...),
 # PTR_RING_OTHER_LIB (another build of it for checks 8 and 9, default
-# target/other-build/release/...: cargo build --release -p pmd-glue
+# target/other-build/release/...: cargo build --release -p pmd-glue-so
 # --no-default-features --features test-hooks --target-dir target/other-build),
 # PTR_RING_EAL_ENV (a file like build/eal-mem.env to use instead of it).
 set -uo pipefail

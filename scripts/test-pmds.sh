@@ -82,7 +82,7 @@ finish() {
 }
 
 if [[ ! -f $LIB ]]; then
-    fail setup "$LIB not found; run: cargo build --release -p pmd-glue"
+    fail setup "$LIB not found; run: cargo build --release -p pmd-glue-so"
     finish
     exit 1
 fi
