@@ -72,7 +72,7 @@ fn pool(validate: bool) -> HeapPool {
     })
     .unwrap();
     for i in 0..OBJECTS {
-        pool.put_any(&[(BASE + 64 + i * STRIDE) as *mut c_void])
+        pool.put_shared(&[(BASE + 64 + i * STRIDE) as *mut c_void])
             .unwrap();
     }
     pool

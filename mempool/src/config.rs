@@ -12,7 +12,7 @@
 
 use crate::error::PoolError;
 use crate::ptr_ring::RingLayout;
-use crate::shutdown::{DEFAULT_RETRY_PERIOD_NS, DEFAULT_WARN_PERIOD_NS};
+use crate::state::{DEFAULT_RETRY_PERIOD_NS, DEFAULT_WARN_PERIOD_NS};
 
 /// DPDK's `RTE_MAX_LCORE` in Debian's build: the default cache array size.
 pub const DEFAULT_MAX_LCORES: u32 = 128;

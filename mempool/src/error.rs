@@ -6,7 +6,7 @@ use crate::dma::DeviceId;
 use crate::iova::{ChunkId, VirtAddr, VirtRange};
 use crate::pool::BuildId;
 use crate::ptr_ring::RingError;
-use crate::shutdown::PoolState;
+use crate::state::PoolState;
 use crate::validation::RejectKind;
 
 /// Errors of pool set-up, object traffic, chunk registration, DMA mapping and

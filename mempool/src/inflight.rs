@@ -7,7 +7,7 @@
 //!   cache length, so a get updates both with the store it needs anyway
 //!   (32-bit, wrapping: inflight is computed modulo 2^32, exact since a pool
 //!   has fewer than 2^31 objects); a put pays one plain add on `release`.
-//! * Callers without an lcore id share one `hold` and one `release` counter
+//! * Callers without a slot (no lcore id below `max_lcores`) share one `hold` and one `release` counter
 //!   (atomic `fetch_add`, each on its own cache line); that path goes to the
 //!   ring anyway.
 //! * `populated` is the number of objects registered with the pool (the IOVA
@@ -60,7 +60,7 @@ pub(crate) fn owner_add(counter: &AtomicU64, n: usize) {
     let _ = (counter, n);
 }
 
-/// Adds `n` to a counter shared by callers without an lcore (atomic RMW).
+/// Adds `n` to a counter shared by callers without a slot (atomic RMW).
 /// Release pairs with the Acquire loads in [`snapshot`].
 #[inline]
 pub(crate) fn shared_add(counter: &AtomicU64, n: usize) {
@@ -92,12 +92,12 @@ impl Hold<'_> {
     }
 }
 
-/// The counters of callers without an lcore id, each on its own cache lines.
+/// The counters of callers without a slot, each on its own cache lines.
 #[repr(C)]
 pub(crate) struct SharedCounters {
-    /// Objects handed out to callers without an lcore.
+    /// Objects handed out to callers without a slot.
     pub(crate) hold: CachePadded<AtomicU64>,
-    /// Objects taken back from callers without an lcore.
+    /// Objects taken back from callers without a slot.
     pub(crate) release: CachePadded<AtomicU64>,
 }
 

@@ -21,7 +21,7 @@
 //! * [`iova`]: address newtypes and the chunks a pool is populated from;
 //!   `chunk_table`: the shared IOVA table that records them.
 //! * [`dma`]: once-per-device DMA mapping bookkeeping.
-//! * [`shutdown`]: the Active → Draining → Released state machine.
+//! * [`state`]: the shutdown state machine, Active → Draining → Released.
 //! * [`validation`]: the optional foreign-pointer / double-free checks.
 //! * [`owner`]: owner ids of the shared locks and the liveness check that
 //!   lets a waiter take a dead process's lock over.
@@ -43,7 +43,7 @@ pub mod lcore_cache;
 pub mod owner;
 pub mod pool;
 pub mod ptr_ring;
-pub mod shutdown;
+pub mod state;
 pub(crate) mod sync;
 pub mod validation;
 
@@ -56,5 +56,5 @@ pub use iova::{
 };
 pub use pool::{HeapPool, PoolCore, PoolStats};
 pub use ptr_ring::{HeapRing, PtrRing, RingError, RingLayout};
-pub use shutdown::{PollOutcome, PoolState, ShutdownStats};
+pub use state::{PollOutcome, PoolState, ShutdownStats};
 pub use validation::{RejectKind, RejectStats};

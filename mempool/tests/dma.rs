@@ -31,7 +31,7 @@ fn chunk_obj(c: usize, i: usize) -> *mut core::ffi::c_void {
 fn put_chunks(pool: &HeapPool, n: usize) {
     for c in 0..n {
         for i in 0..8 {
-            pool.put_any(&[chunk_obj(c, i)]).unwrap();
+            pool.put_shared(&[chunk_obj(c, i)]).unwrap();
         }
     }
 }

@@ -15,7 +15,7 @@ fn take_back(pool: &HeapPool, n: usize) -> Vec<*mut c_void> {
     (0..n)
         .map(|_| {
             let mut one = [core::ptr::null_mut()];
-            pool.get_any(&mut one).expect("take back");
+            pool.get_shared(&mut one).expect("take back");
             one[0]
         })
         .collect()
@@ -48,11 +48,11 @@ fn a_pool_whose_chunks_were_taken_back_populates_again() {
     assert_eq!(pool.chunks(), 0);
     assert_eq!(pool.inflight(), 0, "the taken-back objects are not out");
     // Validation forgot them: a put of an old object is refused.
-    assert!(pool.put_any(&[obj(0)]).is_err(), "old object accepted");
+    assert!(pool.put_shared(&[obj(0)]).is_err(), "old object accepted");
     // The same memory populates again, as in a new pool.
     pool.register_chunk(chunk_spec(n)).expect("populate again");
     let objs: Vec<*mut c_void> = (0..n).map(obj).collect();
-    pool.put_any(&objs).expect("the new objects");
+    pool.put_shared(&objs).expect("the new objects");
     assert_conserved(&pool);
     assert_eq!(pool.inflight(), 0);
     assert_exactly_once(&pool);
@@ -78,6 +78,6 @@ fn chunks_in_use_are_not_forgotten() {
         "{r:?}"
     );
     assert_eq!(pool.populated(), n, "nothing changed");
-    pool.put_any(&objs).expect("back");
+    pool.put_shared(&objs).expect("back");
     assert_conserved(&pool);
 }

@@ -97,7 +97,7 @@ fn hold_and_release_count_every_path() {
         pool.get(1, &mut a).unwrap();
         pool.get(1, &mut b).unwrap();
     }
-    pool.get_any(&mut c).unwrap();
+    pool.get_shared(&mut c).unwrap();
     let s = pool.stats();
     assert_eq!(s.hold, 60);
     assert_eq!(s.inflight, 60);

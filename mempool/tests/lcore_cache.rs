@@ -74,7 +74,7 @@ fn refill_takes_request_plus_half_cache() {
 fn overflow_flushes_top_down_to_half() {
     let pool = populated_pool(cfg(256, 2, 32), ANY);
     let mut out = vec![null_mut(); 40];
-    pool.get_any(&mut out).unwrap();
+    pool.get_shared(&mut out).unwrap();
     for (i, o) in out.iter().enumerate() {
         // SAFETY: single thread owns lcore 0.
         unsafe { pool.put(0, &[*o]) }.unwrap();
@@ -215,7 +215,7 @@ fn idle_objects_in_other_caches_guarantee() {
     // Lcores 1, 2, 3 each end up holding a full cache: 48 idle objects.
     for l in 1..4 {
         let mut o = vec![null_mut(); size];
-        pool.get_any(&mut o).unwrap();
+        pool.get_shared(&mut o).unwrap();
         // SAFETY: single thread.
         unsafe { pool.put(l, &o) }.unwrap();
         assert_eq!(pool.cache_len(l), size);
@@ -257,7 +257,7 @@ fn idle_objects_in_other_caches_guarantee() {
 fn failed_get_may_fill_own_cache_but_loses_nothing() {
     let pool = populated_pool(cfg(64, 2, 16), ANY);
     let mut most = vec![null_mut(); 60];
-    pool.get_any(&mut most).unwrap();
+    pool.get_shared(&mut most).unwrap();
     let mut want = [null_mut(); 8];
     // SAFETY: single thread.
     let err = unsafe { pool.get(0, &mut want) }.unwrap_err();
@@ -277,6 +277,6 @@ fn failed_get_may_fill_own_cache_but_loses_nothing() {
     unsafe { pool.get(0, &mut want[..4]) }.unwrap();
     // SAFETY: as above.
     unsafe { pool.put(0, &want[..4]) }.unwrap();
-    pool.put_any(&most).unwrap();
+    pool.put_shared(&most).unwrap();
     assert_exactly_once(&pool);
 }

@@ -64,7 +64,7 @@ fn pool_with(n: usize, cache: usize, freeing: bool) -> HeapPool {
     })
     .unwrap();
     for i in 0..n {
-        pool.put_any(&[obj(i)]).unwrap();
+        pool.put_shared(&[obj(i)]).unwrap();
     }
     pool
 }
@@ -141,8 +141,8 @@ fn cache_refill_and_flush_race_the_ring_path() {
         };
         // Non-EAL caller: straight at the ring.
         let mut o = [null_mut()];
-        match pool.get_any(&mut o) {
-            Ok(()) => pool.put_any(&o).unwrap(),
+        match pool.get_shared(&mut o) {
+            Ok(()) => pool.put_shared(&o).unwrap(),
             Err(PoolError::Exhausted { requested: 1, .. }) => {}
             Err(e) => panic!("{e}"),
         }
@@ -153,7 +153,7 @@ fn cache_refill_and_flush_race_the_ring_path() {
         // SAFETY: the lcore thread was joined.
         unsafe { pool.flush_all_quiescent() }.unwrap();
         let mut all = [null_mut(); 4];
-        pool.get_any(&mut all).unwrap();
+        pool.get_shared(&mut all).unwrap();
         let mut got = addrs(&all);
         got.sort_unstable();
         assert_eq!(got, addrs(&[obj(0), obj(1), obj(2), obj(3)]));
@@ -169,7 +169,7 @@ fn late_returns_race_the_final_release() {
         let mut b = [null_mut()];
         // SAFETY: no other thread exists yet.
         unsafe { pool.get(0, &mut a) }.unwrap();
-        pool.get_any(&mut b).unwrap();
+        pool.get_shared(&mut b).unwrap();
         assert!(matches!(
             pool.begin_drain(0, &mut NoDma).unwrap(),
             PollOutcome::Waiting { inflight: 2, .. }
@@ -199,7 +199,7 @@ fn late_returns_race_the_final_release() {
         let t2 = {
             let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
             thread::spawn(move || {
-                pool.put_any(&ptrs(&b)).unwrap();
+                pool.put_shared(&ptrs(&b)).unwrap();
                 check_released(&pool, &released, pool.poll(1, &mut NoDma));
             })
         };
@@ -290,8 +290,8 @@ fn two_pollers_on_a_freeing_pool() {
         let pool = Arc::new(freeing_pool(2, 1));
         let mut a = [null_mut()];
         let mut b = [null_mut()];
-        pool.get_any(&mut a).unwrap();
-        pool.get_any(&mut b).unwrap();
+        pool.get_shared(&mut a).unwrap();
+        pool.get_shared(&mut b).unwrap();
         assert!(matches!(
             pool.begin_drain(0, &mut NoDma).unwrap(),
             PollOutcome::Waiting { inflight: 2, .. }
@@ -302,7 +302,7 @@ fn two_pollers_on_a_freeing_pool() {
             .map(|o| {
                 let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
                 thread::spawn(move || {
-                    pool.put_any(&ptrs(&o)).unwrap();
+                    pool.put_shared(&ptrs(&o)).unwrap();
                     if let PollOutcome::Released { .. } = pool.poll(1, &mut NoDma) {
                         released.fetch_add(1, Ordering::Relaxed);
                     }
@@ -358,7 +358,7 @@ fn dma_attach_races_the_final_release() {
             count: 1,
         })
         .unwrap();
-        pool.put_any(&[obj(0)]).unwrap();
+        pool.put_shared(&[obj(0)]).unwrap();
         let pool = Arc::new(pool);
         let live = Arc::new(AtomicUsize::new(0));
         let attach = {

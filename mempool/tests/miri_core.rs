@@ -57,7 +57,7 @@ fn small(n: usize, validate: bool) -> PoolConfig {
 fn populate(pool: &PoolCore, objs: &mut Objects, n: usize) {
     pool.register_chunk(objs.spec(n)).unwrap();
     for i in 0..n {
-        pool.put_any(&[objs.obj(i)]).unwrap();
+        pool.put_shared(&[objs.obj(i)]).unwrap();
     }
 }
 
@@ -118,10 +118,10 @@ fn pool_every_path_and_table() {
     assert_eq!(pool.is_home(four[0]), Some(false));
     // SAFETY: as above.
     unsafe { pool.put(0, &four) }.unwrap();
-    pool.get_any(&mut four).unwrap();
-    pool.put_any(&four).unwrap();
+    pool.get_shared(&mut four).unwrap();
+    pool.put_shared(&four).unwrap();
     // A double free is refused through the bitmap.
-    let e = pool.put_any(&[four[0]]).unwrap_err();
+    let e = pool.put_shared(&[four[0]]).unwrap_err();
     assert!(matches!(e, PoolError::Rejected { .. }), "{e}");
     assert!(pool.owns(objs.obj(3)).is_some());
     assert_eq!(
@@ -157,8 +157,8 @@ fn attach_reads_the_same_block() {
     // SAFETY: the live pool's block.
     let other = unsafe { PoolCore::attach(pool.as_ptr()) }.unwrap();
     let mut o = [null_mut(); 2];
-    other.get_any(&mut o).unwrap();
-    pool.put_any(&o).unwrap();
+    other.get_shared(&mut o).unwrap();
+    pool.put_shared(&o).unwrap();
     assert_eq!(other.available(), 2);
     let out = pool.begin_drain(0, &mut NoDma).unwrap();
     assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");

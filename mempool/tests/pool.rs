@@ -24,9 +24,9 @@ fn attach_finds_the_same_pool_in_the_same_memory() {
     // SAFETY: the memory is the live pool's block.
     let other = unsafe { PoolCore::attach(pool.as_ptr()) }.unwrap();
     let mut o = [null_mut(); 3];
-    other.get_any(&mut o).unwrap();
+    other.get_shared(&mut o).unwrap();
     assert_eq!(pool.inflight(), 3);
-    pool.put_any(&o).unwrap();
+    pool.put_shared(&o).unwrap();
     assert_eq!(other.available(), 100);
     assert_eq!(other.layout(), pool.layout());
 }
@@ -118,15 +118,15 @@ fn exhaustion_is_all_or_nothing_and_recovers() {
     }
     assert_eq!(held.len(), 98);
     let mut rest = [null_mut(); 2];
-    pool.get_any(&mut rest).unwrap();
+    pool.get_shared(&mut rest).unwrap();
     held.extend_from_slice(&rest);
     assert_eq!(pool.available(), 0);
-    assert!(pool.get_any(&mut rest[..1]).is_err());
+    assert!(pool.get_shared(&mut rest[..1]).is_err());
     // Recovery: return everything, then a full-size get works.
-    pool.put_any(&held).unwrap();
+    pool.put_shared(&held).unwrap();
     let mut all = vec![null_mut(); 100];
-    pool.get_any(&mut all).unwrap();
-    pool.put_any(&all).unwrap();
+    pool.get_shared(&mut all).unwrap();
+    pool.put_shared(&all).unwrap();
     assert_exactly_once(&pool);
 }
 
@@ -138,10 +138,10 @@ fn empty_bulks_and_null_objects() {
         pool.get(0, &mut []).unwrap();
         pool.put(0, &[]).unwrap();
     }
-    pool.get_any(&mut []).unwrap();
-    pool.put_any(&[]).unwrap();
+    pool.get_shared(&mut []).unwrap();
+    pool.put_shared(&[]).unwrap();
     assert_eq!(
-        pool.put_any(&[obj(0), null_mut()]).unwrap_err(),
+        pool.put_shared(&[obj(0), null_mut()]).unwrap_err(),
         PoolError::NullObject { index: 1 }
     );
     assert_eq!(pool.available(), 100, "failed put inserted nothing");
@@ -156,7 +156,7 @@ fn overfull_put_is_refused_whole() {
     let mut extra = 0;
     let e = loop {
         let before = pool.ring().len();
-        match pool.put_any(&[obj(1), obj(2)]) {
+        match pool.put_shared(&[obj(1), obj(2)]) {
             Ok(()) => extra += 2,
             Err(e) => {
                 assert_eq!(pool.ring().len(), before, "refused put inserted something");

@@ -86,7 +86,7 @@ fn retry_and_warn_periods_with_a_fake_clock() {
         pool.poll(t0 + 186 * S, &mut NoDma),
         PollOutcome::Waiting { inflight: 1, .. }
     ));
-    pool.put_any(&held[2..]).unwrap();
+    pool.put_shared(&held[2..]).unwrap();
     assert_eq!(
         pool.poll(t0 + 187 * S, &mut NoDma),
         PollOutcome::Released {
@@ -119,7 +119,7 @@ fn custom_periods() {
         u32::MAX,
     );
     let mut o = [null_mut()];
-    pool.get_any(&mut o).unwrap();
+    pool.get_shared(&mut o).unwrap();
     assert_eq!(pool.retry_period_ns(), 5);
     assert!(matches!(
         pool.begin_drain(100, &mut NoDma).unwrap(),
@@ -163,7 +163,7 @@ fn draining_closes_caches_refuses_gets_accepts_returns() {
     // Gets are refused on the slow paths.
     let mut c = [null_mut(); 8];
     assert_eq!(
-        pool.get_any(&mut c).unwrap_err(),
+        pool.get_shared(&mut c).unwrap_err(),
         PoolError::NotActive {
             state: PoolState::Draining
         }
@@ -229,7 +229,7 @@ fn return_after_release_is_detected_and_counted() {
     unsafe { pool.put(1, &a[..1]) }.unwrap();
     // Pretend the application lost track of a[1]: the caller forces release
     // by returning it, then returns it again after release.
-    pool.put_any(&a[1..]).unwrap();
+    pool.put_shared(&a[1..]).unwrap();
     assert!(matches!(
         pool.poll(S, &mut NoDma),
         PollOutcome::Released { .. }
@@ -238,7 +238,7 @@ fn return_after_release_is_detected_and_counted() {
     for put in [
         // SAFETY: single thread.
         |p: &mempool::HeapPool, o: &[*mut core::ffi::c_void]| unsafe { p.put(1, o) },
-        |p: &mempool::HeapPool, o: &[*mut core::ffi::c_void]| p.put_any(o),
+        |p: &mempool::HeapPool, o: &[*mut core::ffi::c_void]| p.put_shared(o),
     ] {
         let e = put(&pool, &a[..1]).unwrap_err();
         assert_eq!(
@@ -292,7 +292,7 @@ fn orphaned_pool_unmaps_once_and_late_returns_never_touch_the_device() {
         pool.poll(12 * S, &mut m),
         PollOutcome::Waiting { inflight: 1, .. }
     ));
-    pool.put_any(&held[4..]).unwrap();
+    pool.put_shared(&held[4..]).unwrap();
     // Final release unmaps the other device only.
     assert_eq!(
         pool.poll(13 * S, &mut m),
@@ -318,7 +318,7 @@ fn draining_then_orphaned() {
     let mut m = CountingMapper::default();
     pool.dma_attach(DeviceId(1), &mut m).unwrap();
     let mut o = [null_mut()];
-    pool.get_any(&mut o).unwrap();
+    pool.get_shared(&mut o).unwrap();
     pool.begin_drain(0, &mut m).unwrap();
     assert_eq!(pool.state(), PoolState::Draining);
     pool.orphan(DeviceId(1), S, &mut m).unwrap();
@@ -326,7 +326,7 @@ fn draining_then_orphaned() {
     // begin_drain on an orphaned pool keeps it orphaned.
     pool.begin_drain(2 * S, &mut m).unwrap();
     assert_eq!(pool.state(), PoolState::Orphaned);
-    pool.put_any(&o).unwrap();
+    pool.put_shared(&o).unwrap();
     assert_eq!(
         pool.poll(3 * S, &mut m),
         PollOutcome::Released {
@@ -344,7 +344,7 @@ fn racing_pollers_release_exactly_once() {
     for _ in 0..200 {
         let pool = Arc::new(populated_pool(cfg(), u32::MAX));
         let mut o = [null_mut(); 2];
-        pool.get_any(&mut o).unwrap();
+        pool.get_shared(&mut o).unwrap();
         pool.begin_drain(0, &mut NoDma).unwrap();
         let released = Arc::new(AtomicUsize::new(0));
         let pollers: Vec<_> = (0..2)
@@ -363,8 +363,8 @@ fn racing_pollers_release_exactly_once() {
                 })
             })
             .collect();
-        pool.put_any(&o[..1]).unwrap();
-        pool.put_any(&o[1..]).unwrap();
+        pool.put_shared(&o[..1]).unwrap();
+        pool.put_shared(&o[1..]).unwrap();
         for p in pollers {
             p.join().unwrap();
         }
@@ -393,7 +393,7 @@ fn late_returns_race_a_freeing_poller() {
         let pool = Arc::new(unsafe { mempool::HeapPool::new_freeing(&c) }.unwrap());
         pool.register_chunk(chunk_spec(c.objects)).unwrap();
         for i in 0..c.objects {
-            pool.put_any(&[obj(i)]).unwrap();
+            pool.put_shared(&[obj(i)]).unwrap();
         }
         // Three holders: lcores 1 and 2 and a non-EAL thread.
         let mut held = Vec::new();

@@ -95,7 +95,7 @@ fn double_free_is_rejected_and_counted() {
         ),
         "{e}"
     );
-    let e = pool.put_any(&o[..1]).unwrap_err();
+    let e = pool.put_shared(&o[..1]).unwrap_err();
     assert!(matches!(
         e,
         PoolError::Rejected {
@@ -108,11 +108,11 @@ fn double_free_is_rejected_and_counted() {
         .map(obj)
         .find(|&p| pool.is_home(p) == Some(true) && p != o[0])
         .unwrap();
-    assert!(pool.put_any(&[home]).is_err());
+    assert!(pool.put_shared(&[home]).is_err());
     assert_eq!(pool.stats().rejected.double_free, 3);
     assert_eq!(pool.inflight(), 1);
     assert_conserved(&pool);
-    pool.put_any(&o[1..]).unwrap();
+    pool.put_shared(&o[1..]).unwrap();
     assert_exactly_once(&pool);
 }
 
@@ -120,7 +120,7 @@ fn double_free_is_rejected_and_counted() {
 fn valid_objects_in_a_mixed_bulk_are_accepted() {
     let pool = populated_pool(cfg(true), 0);
     let mut o = vec![null_mut(); 70]; // above the internal batch of 32
-    pool.get_any(&mut o).unwrap();
+    pool.get_shared(&mut o).unwrap();
     let mut bulk = Vec::new();
     for (i, &p) in o.iter().enumerate() {
         bulk.push(p);
@@ -160,7 +160,7 @@ fn whole_batches_are_accepted_exactly_once() {
     for n in [32usize, 64, 96, 33, 31] {
         for lcore in [1u32, u32::MAX] {
             let mut o = vec![null_mut(); n];
-            pool.get_any(&mut o).unwrap();
+            pool.get_shared(&mut o).unwrap();
             assert_eq!(pool.inflight(), n as i64);
             // SAFETY: single thread.
             unsafe { pool.put(lcore, &o) }.unwrap();
@@ -177,7 +177,7 @@ fn racing_double_free_accepts_exactly_one() {
     let pool = Arc::new(populated_pool(cfg(true), u32::MAX));
     for round in 0..300 {
         let mut o = [null_mut()];
-        pool.get_any(&mut o).unwrap();
+        pool.get_shared(&mut o).unwrap();
         let p = o[0] as usize;
         let barrier = Arc::new(Barrier::new(2));
         let ok = Arc::new(AtomicUsize::new(0));
@@ -228,7 +228,7 @@ fn without_validation_a_double_free_is_not_caught() {
 fn failed_put_mid_bulk_leaves_every_uninserted_object_out() {
     let pool = populated_pool(cfg(true), 0);
     let mut out = [null_mut(); 40];
-    pool.get_any(&mut out).unwrap();
+    pool.get_shared(&mut out).unwrap();
     // Fill every free slot of the ring behind the pool's back, so the
     // put's first batch of 31 finds no room.
     let in_ring = pool.ring().len();
@@ -240,7 +240,7 @@ fn failed_put_mid_bulk_leaves_every_uninserted_object_out() {
     {
         junk += 1;
     }
-    let e = pool.put_any(&out).unwrap_err();
+    let e = pool.put_shared(&out).unwrap_err();
     assert!(matches!(e, PoolError::Overfull { .. }), "{e}");
     for (i, &o) in out.iter().enumerate() {
         assert_eq!(pool.is_home(o), Some(false), "object {i} left marked home");
@@ -254,7 +254,7 @@ fn failed_put_mid_bulk_leaves_every_uninserted_object_out() {
     }
     assert!(pool.ring().is_empty());
     pool.ring().enqueue_bulk(&all[..in_ring]).unwrap();
-    pool.put_any(&out).unwrap();
+    pool.put_shared(&out).unwrap();
     assert_eq!(pool.stats().rejected, RejectStats::default());
     assert_conserved(&pool);
 }

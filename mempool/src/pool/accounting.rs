@@ -3,7 +3,7 @@
 use super::PoolCore;
 use crate::inflight::{self, InflightSnapshot, ACCOUNTING};
 use crate::lcore_cache::LcoreCache;
-use crate::shutdown::{PoolState, ShutdownStats};
+use crate::state::{PoolState, ShutdownStats};
 use crate::validation::RejectStats;
 
 /// Everything a pool can tell about itself, read on demand by
@@ -105,16 +105,16 @@ impl PoolCore {
     /// // Registered objects are out (with the populating code) until put.
     /// pool.register_chunk(spec)?;
     /// assert_eq!(pool.inflight(), 64);
-    /// pool.put_any(&objs)?;
+    /// pool.put_shared(&objs)?;
     /// assert_eq!(pool.inflight(), 0);
     ///
     /// let mut three = [core::ptr::null_mut(); 3];
-    /// pool.get_any(&mut three)?;
+    /// pool.get_shared(&mut three)?;
     /// assert_eq!(pool.inflight(), 3);
     /// // Quiescent: every object is in the ring, in a cache or out.
     /// let s = pool.stats();
     /// assert_eq!(s.populated as i64, (s.in_ring + s.in_caches) as i64 + s.inflight);
-    /// pool.put_any(&three)?;
+    /// pool.put_shared(&three)?;
     /// assert_eq!(pool.inflight(), 0);
     /// # Ok::<(), mempool::PoolError>(())
     /// ```

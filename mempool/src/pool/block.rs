@@ -14,7 +14,7 @@ use crate::error::PoolError;
 use crate::inflight::SharedCounters;
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::PtrRing;
-use crate::shutdown::{Shutdown, GET_BOUND, PUT_BOUND};
+use crate::state::{Shutdown, GET_BOUND, PUT_BOUND};
 use crate::sync::{AtomicU64, Ordering};
 use crate::validation::{Bitmap, Validator};
 

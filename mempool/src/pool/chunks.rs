@@ -5,7 +5,7 @@ use super::PoolCore;
 use crate::dma::{DeviceId, DeviceStats, DmaMapper};
 use crate::error::PoolError;
 use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, Iova, ObjIndex, VirtAddr};
-use crate::shutdown::PoolState;
+use crate::state::PoolState;
 
 impl PoolCore {
     /// Records a chunk and the objects laid in it; they count as populated

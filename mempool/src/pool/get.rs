@@ -25,7 +25,7 @@ use super::PoolCore;
 use crate::error::PoolError;
 use crate::inflight;
 use crate::lcore_cache::LcoreCache;
-use crate::shutdown::GET_BOUND;
+use crate::state::GET_BOUND;
 
 impl PoolCore {
     /// The get fast path alone, for a caller that wants it inlined into its
@@ -51,7 +51,7 @@ impl PoolCore {
     /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
     /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
     /// # pool.register_chunk(spec)?;
-    /// # pool.put_any(&objs)?;
+    /// # pool.put_shared(&objs)?;
     /// let mut one = [core::ptr::null_mut()];
     /// // SAFETY: no other thread uses lcore id 0.
     /// unsafe {
@@ -175,7 +175,7 @@ impl PoolCore {
     /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
     /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
     /// # pool.register_chunk(spec)?;
-    /// # pool.put_any(&objs)?;
+    /// # pool.put_shared(&objs)?;
     /// use mempool::PoolError;
     ///
     /// let mut a = [core::ptr::null_mut(); 4];
@@ -184,14 +184,14 @@ impl PoolCore {
     /// // Lcore 1's cache took a burst from the ring, for this get and the next.
     /// assert!(pool.cache_len(1) > 0);
     ///
-    /// // Without an lcore id (`get_any`, or an id without a cache): the ring.
+    /// // Without an lcore id (`get_shared`, or an id without a cache): the ring.
     /// let mut b = [core::ptr::null_mut(); 4];
-    /// pool.get_any(&mut b)?;
+    /// pool.get_shared(&mut b)?;
     /// assert_eq!(pool.inflight(), 8);
     ///
     /// // All or nothing: more than the ring holds fails and takes nothing.
     /// let mut all = vec![core::ptr::null_mut(); 64];
-    /// assert!(matches!(pool.get_any(&mut all), Err(PoolError::Exhausted { .. })));
+    /// assert!(matches!(pool.get_shared(&mut all), Err(PoolError::Exhausted { .. })));
     /// assert_eq!(pool.inflight(), 8);
     /// # Ok::<(), mempool::PoolError>(())
     /// ```
@@ -205,9 +205,9 @@ impl PoolCore {
         unsafe { self.get_unvalidated(lcore, out) }
     }
 
-    /// [`get`](PoolCore::get) for a caller without an lcore id: always the ring.
+    /// [`get`](PoolCore::get) for a caller without a slot: always the ring.
     #[inline]
-    pub fn get_any(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+    pub fn get_shared(&self, out: &mut [*mut c_void]) -> Result<(), PoolError> {
         // SAFETY: `u32::MAX` never selects a cache.
         unsafe { self.get(u32::MAX, out) }
     }

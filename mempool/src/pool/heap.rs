@@ -8,7 +8,7 @@ use crate::config::PoolConfig;
 use crate::dma::{DeviceId, DmaMapper};
 use crate::error::PoolError;
 use crate::heap_block::HeapBlock;
-use crate::shutdown::PollOutcome;
+use crate::state::PollOutcome;
 
 /// A pool on the Rust heap, for tests, benchmarks and users outside DPDK.
 ///
@@ -40,7 +40,7 @@ use crate::shutdown::PollOutcome;
 ///     stride: 64,
 ///     count: 64,
 /// })?;
-/// pool.put_any(&objs)?;
+/// pool.put_shared(&objs)?;
 /// assert_eq!(pool.available(), 64);
 ///
 /// // Lcore 0 gets and puts through its own cache...
@@ -51,9 +51,9 @@ use crate::shutdown::PollOutcome;
 /// // SAFETY: as above.
 /// unsafe { pool.put(0, &two) }?;
 /// assert!(pool.cache_len(0) >= 2);
-/// // ... and a thread without an lcore id uses the ring.
-/// pool.get_any(&mut two)?;
-/// pool.put_any(&two)?;
+/// // ... and a thread without a slot uses the ring.
+/// pool.get_shared(&mut two)?;
+/// pool.put_shared(&two)?;
 /// assert_eq!(pool.inflight(), 0);
 ///
 /// // Shutdown: nothing is out, so the first poll releases the pool.

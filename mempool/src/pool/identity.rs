@@ -21,7 +21,7 @@ use crate::config::{PoolConfig, PoolLayout};
 use crate::dma::{DeviceSlot, DmaTable};
 use crate::inflight::SharedCounters;
 use crate::ptr_ring::RingLayout;
-use crate::shutdown::Shutdown;
+use crate::state::Shutdown;
 use crate::validation::Validator;
 
 /// The build that made a pool (or a glue zone): stored in the block's

@@ -8,15 +8,16 @@
 //!        cache ◀──refill (burst)── ring ◀──flush (bulk)── cache
 //!   get: own cache (fast) ─▶ refill from ring ─▶ application
 //!   put: own cache (fast) ─▶ flush top to ring when full
-//!   no lcore id: ring directly, shared counters
+//!   no slot: ring directly, shared counters
 //! ```
 //!
 //! # Caller identity
 //! Every get/put names its caller's lcore id as DPDK gives it
 //! (`rte_lcore_id()`). An id below `max_lcores` selects that lcore's cache;
 //! any other id (`LCORE_ID_ANY = u32::MAX` on non-EAL threads, or an id
-//! beyond the array) bypasses the caches and uses the ring directly, with
-//! shared atomic counters. No array is ever indexed with an id that was not
+//! beyond the array) has no slot: it bypasses the caches and uses the
+//! ring directly, with shared atomic counters (the "shared" paths:
+//! `get_shared`, `try_get_shared`, ...). No array is ever indexed with an id that was not
 //! checked against `max_lcores`.
 //!
 //! # Guarantees
@@ -26,7 +27,7 @@
 //!   taken from the pool (the ring holds every object).
 //! * **Idle objects in other caches.** With no concurrent dequeuers, a get
 //!   of `k` objects by lcore `L` fails only if `ring + cache[L] < k` (by a
-//!   caller without an lcore: only if `ring < k`). At most
+//!   caller without a slot: only if `ring < k`). At most
 //!   `Σ_{L' ≠ L} cache[L']` objects are idle out of its reach: at most
 //!   `(lcores that used the pool − 1) × cache_size`, and with the default
 //!   sizing never more than two thirds of the pool. `flush_lcore` /
@@ -46,7 +47,7 @@
 //!   validation mode, and (`put.rs`) the cache flushes;
 //! * `accounting.rs`: counts, inflight and [`PoolStats`];
 //! * `chunks.rs`: chunk registration, IOVA look-ups and DMA mapping;
-//! * `shutdown.rs`: the shutdown driver ([`PoolCore::begin_drain`],
+//! * `drain.rs`: the shutdown driver ([`PoolCore::begin_drain`],
 //!   [`PoolCore::poll`] and the others);
 //! * `heap.rs`: [`HeapPool`], a pool on the Rust heap;
 //! * `identity.rs`: [`BuildId`], the build a pool was made by.
@@ -54,11 +55,11 @@
 mod accounting;
 mod block;
 mod chunks;
+mod drain;
 mod get;
 mod heap;
 mod identity;
 mod put;
-mod shutdown;
 
 pub use accounting::PoolStats;
 pub use heap::HeapPool;
@@ -72,7 +73,7 @@ use crate::chunk_table::ChunkTable;
 use crate::config::PoolLayout;
 use crate::dma::DmaTable;
 use crate::inflight::SharedCounters;
-use crate::shutdown::Shutdown;
+use crate::state::Shutdown;
 use crate::sync::AtomicU64;
 use crate::validation::Validator;
 

@@ -23,7 +23,7 @@ use crate::inflight;
 use crate::iova::VirtAddr;
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::RingError;
-use crate::shutdown::{PoolState, PUT_BOUND};
+use crate::state::{PoolState, PUT_BOUND};
 use crate::validation::RejectKind;
 
 /// Objects checked per inner put in validation mode (a stack buffer).
@@ -145,7 +145,7 @@ impl PoolCore {
     /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
     /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
     /// # pool.register_chunk(spec)?;
-    /// # pool.put_any(&objs)?;
+    /// # pool.put_shared(&objs)?;
     /// use mempool::PoolError;
     ///
     /// let mut two = [core::ptr::null_mut(); 2];
@@ -156,15 +156,15 @@ impl PoolCore {
     /// unsafe { pool.put(0, &two) }?; // into lcore 0's cache
     /// assert_eq!(pool.cache_len(0), in_cache + 2);
     ///
-    /// pool.get_any(&mut two)?;
+    /// pool.get_shared(&mut two)?;
     /// let in_ring = pool.ring().len();
-    /// pool.put_any(&two)?; // into the ring
+    /// pool.put_shared(&two)?; // into the ring
     /// assert_eq!(pool.ring().len(), in_ring + 2);
     ///
     /// // A caller bug is reported, and the put leaves the objects out.
-    /// pool.get_any(&mut two)?;
+    /// pool.get_shared(&mut two)?;
     /// two[1] = core::ptr::null_mut();
-    /// assert!(matches!(pool.put_any(&two), Err(PoolError::NullObject { index: 1 })));
+    /// assert!(matches!(pool.put_shared(&two), Err(PoolError::NullObject { index: 1 })));
     /// assert_eq!(pool.inflight(), 2);
     /// # Ok::<(), mempool::PoolError>(())
     /// ```
@@ -178,9 +178,9 @@ impl PoolCore {
         unsafe { self.put_unvalidated(lcore, objs) }
     }
 
-    /// [`put`](PoolCore::put) for a caller without an lcore id: always the ring.
+    /// [`put`](PoolCore::put) for a caller without a slot: always the ring.
     #[inline]
-    pub fn put_any(&self, objs: &[*mut c_void]) -> Result<(), PoolError> {
+    pub fn put_shared(&self, objs: &[*mut c_void]) -> Result<(), PoolError> {
         // SAFETY: `u32::MAX` never selects a cache.
         unsafe { self.put(u32::MAX, objs) }
     }

@@ -96,30 +96,30 @@ impl PtrRing {
         if crate::crash::before_head() && crate::crash::die() {
             return Ok(());
         }
-        self.consume(h.wrapping_add(n), false);
+        self.publish_head(h.wrapping_add(n), false);
         Ok(())
     }
 
     /// `dequeue_bulk` of one object: `None` when the ring is empty.
     ///
     /// Locked in its own branch as in [`enqueue_one`](PtrRing::enqueue_one),
-    /// and with its invalidation inline (see `take_one`): a caller that
+    /// and with its invalidation inline (see `consume_one`): a caller that
     /// inlines it stays a leaf function with no stack frame.
     #[inline(always)]
     pub(crate) fn dequeue_one(&self) -> Option<*mut c_void> {
         if self.hdr.config.single_consumer {
-            return self.take_one();
+            return self.consume_one();
         }
         let Ok(_guard) = self.consumer_lock() else {
             return None;
         };
-        self.take_one()
+        self.consume_one()
     }
 
     /// [`dequeue_one`](PtrRing::dequeue_one) with the consumer side already
     /// held (its lock, or the single-consumer contract).
     #[inline(always)]
-    fn take_one(&self) -> Option<*mut c_void> {
+    fn consume_one(&self) -> Option<*mut c_void> {
         // Relaxed: as in `dequeue_bulk`, the previous writer of `head`
         // happens-before us (consumer lock or single-consumer contract).
         let h = self.hdr.consumer.head.load(Ordering::Relaxed);
@@ -132,7 +132,7 @@ impl PtrRing {
         // Every clear inline: before this dequeue `head - tail < batch`, so
         // a due range is exactly `batch` slots long, and a call to
         // `invalidate` would make every caller save registers around it.
-        self.consume(h.wrapping_add(1), true);
+        self.publish_head(h.wrapping_add(1), true);
         Some(obj as *mut c_void)
     }
 
@@ -261,7 +261,7 @@ impl PtrRing {
             }
         };
         if got > 0 {
-            self.consume(h.wrapping_add(got), false);
+            self.publish_head(h.wrapping_add(got), false);
         }
         got
     }
@@ -273,7 +273,7 @@ impl PtrRing {
     /// Called by the consumer side (lock held or single consumer) after
     /// reading every slot in `[old head, new_head)`.
     #[inline(always)]
-    fn consume(&self, new_head: usize, single: bool) {
+    fn publish_head(&self, new_head: usize, single: bool) {
         // Release pairs with the Acquire head load in `len`/`is_empty`. It is
         // stored before any slot is cleared: see `is_empty`.
         self.hdr.consumer.head.store(new_head, Ordering::Release);

@@ -99,7 +99,7 @@ impl PtrRing {
         let (a, b) = self.runs(p, n);
         // Published before the fills, so a consumer can never be seen ahead
         // of `seq` (pairs, through the Release fills below and the
-        // consumer's Release `head` store in `consume`, with the Acquire
+        // consumer's Release `head` store in `publish_head`, with the Acquire
         // `head` load in `len`). Release (a plain store on x86) pairs with
         // the first Acquire `seq` load in `len`: a reader that sees this
         // `seq` sees every `head` store that happens-before this enqueue,
@@ -160,7 +160,7 @@ impl PtrRing {
             .seq
             .store(p.wrapping_add(1), Ordering::Release);
         // Release pairs with the Acquire loads in `dequeue_bulk`,
-        // `take_one`, `dequeue_burst` and `is_empty`.
+        // `consume_one`, `dequeue_burst` and `is_empty`.
         s.store(obj as usize, Ordering::Release);
         Ok(())
     }

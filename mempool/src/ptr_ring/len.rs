@@ -23,7 +23,7 @@ impl PtrRing {
     /// in `tests/loom_ptr_ring.rs` (locked and single-producer/consumer).
     pub fn is_empty(&self) -> bool {
         loop {
-            // Acquire pairs with the Release store in `consume`.
+            // Acquire pairs with the Release store in `publish_head`.
             let h = self.hdr.consumer.head.load(Ordering::Acquire);
             // Acquire pairs with the Release fill in `enqueue_bulk` and with
             // the Release clear in `invalidate`.
@@ -101,7 +101,7 @@ impl PtrRing {
             // enqueue (e.g. the dequeue that took the object it puts back)
             // is visible to the `head` load below.
             let p = self.hdr.producer.seq.load(Ordering::Acquire);
-            // Acquire pairs with the Release store of `head` in `consume`:
+            // Acquire pairs with the Release store of `head` in `publish_head`:
             // the consumer read the fills below `h`, which follow the
             // producer's `seq` stores, so the `seq` read next is not
             // behind `h`.

@@ -238,7 +238,7 @@ impl PtrRing {
                 .slot(seq.wrapping_sub(below + 1))
                 .load(Ordering::Acquire)
                 != 0;
-            // Acquire pairs with the Release head store in `consume`.
+            // Acquire pairs with the Release head store in `publish_head`.
             let held = seq.wrapping_sub(self.hdr.consumer.head.load(Ordering::Acquire));
             if held > slots {
                 return Repair::Impossible("producer index behind the consumer head");

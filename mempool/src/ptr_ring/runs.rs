@@ -342,7 +342,7 @@ fn has_prefetchw() -> bool {
 /// Clears the slots of `run` in sequence order. Release pairs with the
 /// Acquire slot loads of the producer's room check (which relies on the
 /// order, see `PtrRing::enqueue_bulk`) and of `is_empty` (whoever sees a
-/// null also sees the `head` store that precedes it in `PtrRing::consume`).
+/// null also sees the `head` store that precedes it in `PtrRing::publish_head`).
 #[cfg(not(ring_asm))]
 #[inline(always)]
 pub(super) fn clear_run(run: &[AtomicUsize]) {

@@ -96,11 +96,11 @@ pub fn assert_exactly_once(pool: &HeapPool) {
     let n = pool.populated();
     assert_eq!(pool.available(), n, "objects missing after flush");
     let mut all = vec![core::ptr::null_mut(); n];
-    pool.get_any(&mut all).expect("all objects in the ring");
+    pool.get_shared(&mut all).expect("all objects in the ring");
     let set: HashSet<usize> = all.iter().map(|&p| idx(p)).collect();
     assert_eq!(set.len(), n, "duplicates");
     assert!(set.iter().all(|&i| i < n), "foreign object came out");
-    pool.put_any(&all).unwrap();
+    pool.put_shared(&all).unwrap();
     assert_conserved(pool);
 }
 

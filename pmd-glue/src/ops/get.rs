@@ -134,9 +134,8 @@ unsafe fn dequeue_shared(
 }
 
 /// Every dequeue the fast paths did not serve: with the handler cache on,
-/// more than 8 objects, a refill or a caller without an lcore id; with it
-/// off, a draining pool or too few objects; validation mode; a pool that is
-/// not ours.
+/// a refill or a caller without a slot; with it off, a draining pool or
+/// too few objects; validation mode; a pool that is not ours.
 #[inline(never)]
 unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
     // SAFETY: DPDK passes its own mempool.

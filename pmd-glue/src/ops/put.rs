@@ -152,9 +152,9 @@ unsafe fn enqueue_shared(
 }
 
 /// Every enqueue the fast paths did not take: with the handler cache on,
-/// more than 8 objects, a full or closed cache or a caller without an lcore
-/// id; with it off, a released pool or a ring without room; validation
-/// mode; a pool that is not ours.
+/// a full or closed cache or a caller without a slot; with it off, a
+/// released pool or a ring without room; validation mode; a pool that is
+/// not ours.
 #[inline(never)]
 unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
     // SAFETY: DPDK passes its own mempool.

@@ -4,7 +4,7 @@
 use super::PoolCore;
 use crate::dma::{DeviceId, DmaMapper};
 use crate::error::PoolError;
-use crate::shutdown::{PollOutcome, PoolState};
+use crate::state::{PollOutcome, PoolState};
 
 impl PoolCore {
     /// The life-cycle state.
@@ -66,11 +66,11 @@ impl PoolCore {
     /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
     /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
     /// # pool.register_chunk(spec)?;
-    /// # pool.put_any(&objs)?;
+    /// # pool.put_shared(&objs)?;
     /// use mempool::{NoDma, PollOutcome, PoolError, PoolState};
     ///
     /// let mut one = [core::ptr::null_mut()];
-    /// pool.get_any(&mut one)?; // an object the application still holds
+    /// pool.get_shared(&mut one)?; // an object the application still holds
     ///
     /// // `now` is in ns on the caller's clock.
     /// let out = pool.begin_drain(0, &mut NoDma)?;
@@ -80,10 +80,10 @@ impl PoolCore {
     /// ));
     /// assert_eq!(pool.state(), PoolState::Draining);
     /// let mut more = [core::ptr::null_mut()];
-    /// assert!(matches!(pool.get_any(&mut more), Err(PoolError::NotActive { .. })));
+    /// assert!(matches!(pool.get_shared(&mut more), Err(PoolError::NotActive { .. })));
     ///
     /// // The late return is accepted; the next poll releases the pool.
-    /// pool.put_any(&one)?;
+    /// pool.put_shared(&one)?;
     /// assert!(matches!(pool.poll(1_000, &mut NoDma), PollOutcome::Released { .. }));
     /// assert_eq!(pool.state(), PoolState::Released);
     /// # Ok::<(), mempool::PoolError>(())
@@ -163,7 +163,7 @@ impl PoolCore {
     /// let pool = HeapPool::new(&PoolConfig { max_lcores: 2, ..PoolConfig::new(64) })?;
     /// # let spec = ChunkSpec { va: VirtRange::new(base, 64 * 64), iova: None, first: base, stride: 64, count: 64 };
     /// # pool.register_chunk(spec)?;
-    /// # pool.put_any(&objs)?;
+    /// # pool.put_shared(&objs)?;
     /// use mempool::{NoDma, PollOutcome};
     ///
     /// let mut two = [core::ptr::null_mut(); 2];
