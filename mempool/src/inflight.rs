@@ -7,9 +7,13 @@
 //!   cache length, so a get updates both with the store it needs anyway
 //!   (32-bit, wrapping: inflight is computed modulo 2^32, exact since a pool
 //!   has fewer than 2^31 objects); a put pays one plain add on `release`.
-//! * Callers without a slot (no lcore id below `max_lcores`) share one `hold` and one `release` counter
-//!   (atomic `fetch_add`, each on its own cache line); that path goes to the
-//!   ring anyway.
+//! * Callers without a slot (no lcore id below `max_lcores`) share one
+//!   `hold` and one `release` counter, each on its own cache line. `hold`
+//!   is written only while the ring's consumer side is held (the count is
+//!   taken inside the dequeue), so a plain load and store do; `release` is
+//!   counted after the enqueue has let the producer side go (the count is
+//!   a put's last touch of the pool, see `Shutdown`), by atomic
+//!   `fetch_add`.
 //! * `populated` is the number of objects registered with the pool (the IOVA
 //!   table counts them). Registration happens **before** DPDK enqueues the
 //!   objects, so a registered object not yet put is, correctly, "out".
@@ -42,12 +46,14 @@ use crate::sync::{AtomicU64, Ordering};
 /// Whether this build keeps hold/release counters (feature `accounting`).
 pub const ACCOUNTING: bool = cfg!(feature = "accounting");
 
-/// Adds `n` to a counter only its owner writes: Relaxed load + Release store
-/// (two plain `mov`s on x86), never a locked RMW. Nothing without the
-/// `accounting` feature.
+/// Adds `n` to a counter only its owner writes (an lcore's own counter, or
+/// the shared hold counter while the ring's consumer side is held): Relaxed
+/// load + Release store (two plain `mov`s on x86), never a locked RMW.
+/// Nothing without the `accounting` feature.
 ///
 /// The Release store pairs with the Acquire loads in [`snapshot`]; it is
-/// issued after the object was placed in, or taken from, the cache.
+/// issued after the object was placed in, or taken from, the cache or the
+/// ring.
 #[inline(always)]
 pub(crate) fn owner_add(counter: &AtomicU64, n: usize) {
     #[cfg(feature = "accounting")]
@@ -95,9 +101,10 @@ impl Hold<'_> {
 /// The counters of callers without a slot, each on its own cache lines.
 #[repr(C)]
 pub(crate) struct SharedCounters {
-    /// Objects handed out to callers without a slot.
+    /// Objects handed out to callers without a slot. Written only under
+    /// the ring's consumer side (plain load and store).
     pub(crate) hold: CachePadded<AtomicU64>,
-    /// Objects taken back from callers without a slot.
+    /// Objects taken back from callers without a slot (`fetch_add`).
     pub(crate) release: CachePadded<AtomicU64>,
 }
 

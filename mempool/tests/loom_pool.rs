@@ -160,6 +160,42 @@ fn cache_refill_and_flush_race_the_ring_path() {
     });
 }
 
+/// Two callers without a slot get at once: the shared hold counter is
+/// written with a plain load and store inside the ring's consumer side, so
+/// no count may be lost, and a snapshot taken meanwhile never counts fewer
+/// objects out than are out.
+#[test]
+fn shared_gets_count_every_hold_under_the_consumer_side() {
+    check(
+        "shared_gets_count_every_hold_under_the_consumer_side",
+        || {
+            let pool = Arc::new(pool(4, 0));
+            let other = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let mut a = [null_mut(); 2];
+                    pool.get_shared(&mut a).unwrap();
+                    addrs(&a)
+                })
+            };
+            let mut b = [null_mut(); 1];
+            pool.get_shared(&mut b).unwrap();
+            // The other thread's get may or may not have happened: at least
+            // this thread's object is out.
+            assert!(pool.inflight() >= 1, "{}", pool.inflight());
+            let a = other.join().unwrap();
+            assert_eq!(pool.inflight(), 3);
+            let s = pool.stats();
+            if s.accounting {
+                assert_eq!(s.hold, 3, "{s:?}");
+            }
+            pool.put_shared(&ptrs(&a)).unwrap();
+            pool.put_shared(&b).unwrap();
+            assert_eq!(pool.inflight(), 0);
+        },
+    );
+}
+
 #[test]
 fn late_returns_race_the_final_release() {
     check("late_returns_race_the_final_release", || {

@@ -58,6 +58,20 @@ impl PtrRing {
     /// line.
     #[inline(always)]
     pub(crate) fn dequeue_bulk_inline(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
+        self.dequeue_bulk_then(out, || {})
+    }
+
+    /// [`dequeue_bulk_inline`](PtrRing::dequeue_bulk_inline) that runs
+    /// `locked` after taking the objects and before releasing the consumer
+    /// side (its lock, or within the single-consumer contract), and only
+    /// when the dequeue succeeds: a counter that only consumers write can
+    /// then be updated with a plain load and store, no atomic RMW.
+    #[inline(always)]
+    pub(crate) fn dequeue_bulk_then(
+        &self,
+        out: &mut [*mut c_void],
+        locked: impl FnOnce(),
+    ) -> Result<(), RingError> {
         let n = out.len();
         if n == 0 {
             return Ok(());
@@ -70,7 +84,7 @@ impl PtrRing {
         }
         if n == 1 {
             out[0] = self
-                .dequeue_one()
+                .dequeue_one_then(locked)
                 .ok_or(RingError::NotEnough { requested: 1 })?;
             return Ok(());
         }
@@ -97,6 +111,7 @@ impl PtrRing {
             return Ok(());
         }
         self.publish_head(h.wrapping_add(n), false);
+        locked();
         Ok(())
     }
 
@@ -107,13 +122,24 @@ impl PtrRing {
     /// inlines it stays a leaf function with no stack frame.
     #[inline(always)]
     pub(crate) fn dequeue_one(&self) -> Option<*mut c_void> {
+        self.dequeue_one_then(|| {})
+    }
+
+    /// [`dequeue_one`](PtrRing::dequeue_one) that runs `locked` as
+    /// [`dequeue_bulk_then`](PtrRing::dequeue_bulk_then) does.
+    #[inline(always)]
+    pub(crate) fn dequeue_one_then(&self, locked: impl FnOnce()) -> Option<*mut c_void> {
         if self.hdr.config.single_consumer {
-            return self.consume_one();
+            let obj = self.consume_one()?;
+            locked();
+            return Some(obj);
         }
         let Ok(_guard) = self.consumer_lock() else {
             return None;
         };
-        self.consume_one()
+        let obj = self.consume_one()?;
+        locked();
+        Some(obj)
     }
 
     /// [`dequeue_one`](PtrRing::dequeue_one) with the consumer side already
