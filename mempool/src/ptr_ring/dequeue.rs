@@ -49,23 +49,17 @@ impl PtrRing {
     /// ```
     #[inline]
     pub fn dequeue_bulk(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
-        self.dequeue_bulk_inline(out)
-    }
-
-    /// [`dequeue_bulk`](PtrRing::dequeue_bulk), always inlined: for a second call site in
-    /// one function's reach (a caller inlining both an lcore and a
-    /// shared path), where the compiler would otherwise call both out of
-    /// line.
-    #[inline(always)]
-    pub(crate) fn dequeue_bulk_inline(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
         self.dequeue_bulk_then(out, || {})
     }
 
-    /// [`dequeue_bulk_inline`](PtrRing::dequeue_bulk_inline) that runs
-    /// `locked` after taking the objects and before releasing the consumer
-    /// side (its lock, or within the single-consumer contract), and only
-    /// when the dequeue succeeds: a counter that only consumers write can
-    /// then be updated with a plain load and store, no atomic RMW.
+    /// [`dequeue_bulk`](PtrRing::dequeue_bulk) that runs `locked` after
+    /// taking the objects and before releasing the consumer side (its lock,
+    /// or within the single-consumer contract), and only when the dequeue
+    /// succeeds: a counter that only consumers write can then be updated
+    /// with a plain load and store, no atomic RMW. Always inlined, so a
+    /// second call site in one function's reach (a caller inlining both an
+    /// lcore and a shared path) does not make the compiler call both out of
+    /// line.
     #[inline(always)]
     pub(crate) fn dequeue_bulk_then(
         &self,
