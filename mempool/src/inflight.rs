@@ -10,10 +10,11 @@
 //! * Callers without a slot (no lcore id below `max_lcores`) share one
 //!   `hold` and one `release` counter, each on its own cache line. `hold`
 //!   is written only while the ring's consumer side is held (the count is
-//!   taken inside the dequeue), so a plain load and store do; `release` is
-//!   counted after the enqueue has let the producer side go (the count is
-//!   a put's last touch of the pool, see `Shutdown`), by atomic
-//!   `fetch_add`.
+//!   taken inside the dequeue), `release` only while the producer side is
+//!   held (inside the enqueue), so a plain load and store do for both: no
+//!   locked RMW. A put's count may then be visible before its unlock, so
+//!   the final release waits for the producer side before the pool may be
+//!   freed (see `PoolCore::poll`).
 //! * `populated` is the number of objects registered with the pool (the IOVA
 //!   table counts them). Registration happens **before** DPDK enqueues the
 //!   objects, so a registered object not yet put is, correctly, "out".
@@ -47,7 +48,8 @@ use crate::sync::{AtomicU64, Ordering};
 pub const ACCOUNTING: bool = cfg!(feature = "accounting");
 
 /// Adds `n` to a counter only its owner writes (an lcore's own counter, or
-/// the shared hold counter while the ring's consumer side is held): Relaxed
+/// a shared counter while the ring side that serialises its writers is
+/// held: the consumer side for `hold`, the producer side for `release`): Relaxed
 /// load + Release store (two plain `mov`s on x86), never a locked RMW.
 /// Nothing without the `accounting` feature.
 ///
@@ -66,16 +68,6 @@ pub(crate) fn owner_add(counter: &AtomicU64, n: usize) {
     let _ = (counter, n);
 }
 
-/// Adds `n` to a counter shared by callers without a slot (atomic RMW).
-/// Release pairs with the Acquire loads in [`snapshot`].
-#[inline]
-pub(crate) fn shared_add(counter: &AtomicU64, n: usize) {
-    #[cfg(feature = "accounting")]
-    counter.fetch_add(n as u64, Ordering::Release);
-    #[cfg(not(feature = "accounting"))]
-    let _ = (counter, n);
-}
-
 /// Where a hold count lives: a whole counter, or the high 32 bits of an
 /// lcore's packed `len | hold` word.
 #[derive(Clone, Copy)]
@@ -90,7 +82,7 @@ impl Hold<'_> {
     #[inline]
     fn load(self) -> u64 {
         match self {
-            // Acquire pairs with the Release RMW in `shared_add`.
+            // Acquire pairs with the Release store in `owner_add`.
             Hold::Whole(c) => c.load(Ordering::Acquire),
             // Acquire pairs with the Release store in `LcoreCache::store`.
             Hold::HighHalf(w) => w.load(Ordering::Acquire) >> 32,
@@ -104,7 +96,8 @@ pub(crate) struct SharedCounters {
     /// Objects handed out to callers without a slot. Written only under
     /// the ring's consumer side (plain load and store).
     pub(crate) hold: CachePadded<AtomicU64>,
-    /// Objects taken back from callers without a slot (`fetch_add`).
+    /// Objects taken back from callers without a slot. Written only under
+    /// the ring's producer side (plain load and store).
     pub(crate) release: CachePadded<AtomicU64>,
 }
 
@@ -211,7 +204,7 @@ where
 {
     let release = counters
         .clone()
-        // Acquire pairs with the Release stores in `owner_add`/`shared_add`.
+        // Acquire pairs with the Release stores in `owner_add`.
         .fold(0u64, |a, (_, r)| a.wrapping_add(r.load(Ordering::Acquire)));
     let hold = counters
         // Acquire: as above.

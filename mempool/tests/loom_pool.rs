@@ -357,6 +357,49 @@ fn two_pollers_on_a_freeing_pool() {
     });
 }
 
+/// A caller without a slot returns the last object while a poller (an
+/// alarm) drives the release of a pool that frees itself: the put counts
+/// its release while it still holds the ring's producer lock, so the
+/// poller may see inflight 0 before that put's unlock. The release must
+/// wait for the producer side before the free; loom checks the put's
+/// touches against it (fails when `poll` does not wait for the producers).
+#[test]
+fn a_shared_put_counted_under_the_lock_is_unlocked_before_the_free() {
+    check(
+        "a_shared_put_counted_under_the_lock_is_unlocked_before_the_free",
+        || {
+            let pool = Arc::new(freeing_pool(2, 0));
+            let mut a = [null_mut()];
+            pool.get_shared(&mut a).unwrap();
+            assert!(matches!(
+                pool.begin_drain(0, &mut NoDma).unwrap(),
+                PollOutcome::Waiting { inflight: 1, .. }
+            ));
+            let a = addrs(&a);
+            let put = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || pool.put_shared(&ptrs(&a)).unwrap())
+            };
+            let poller = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || pool.poll(1, &mut NoDma))
+            };
+            put.join().unwrap();
+            let out = poller.join().unwrap();
+            match out {
+                PollOutcome::Released { .. } => {}
+                PollOutcome::Waiting { inflight: 1, .. } => {
+                    // The poll read the counters before the return: the
+                    // next one, after it, releases.
+                    let out = pool.poll(2, &mut NoDma);
+                    assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+                }
+                out => panic!("{out:?}"),
+            }
+        },
+    );
+}
+
 /// Counts live mappings across threads (each thread has its own mapper,
 /// as each process has its own `rte_dev_dma_map` calls).
 struct LiveMapper(Arc<AtomicUsize>);

@@ -271,6 +271,10 @@ impl PoolCore {
                 return PollOutcome::AlreadyReleased;
             }
         }
+        // A put by a caller without a slot counts its release before it
+        // lets the producer side go: wait for that unlock, the last store a
+        // put makes to the pool, before anyone may free it.
+        self.ring().wait_producers();
         // `release_all` takes the DMA lock, which `dma_attach` / `dma_sync`
         // hold while they check the state and map.
         PollOutcome::Released {

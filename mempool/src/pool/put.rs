@@ -13,7 +13,9 @@
 //!
 //! Each path counts the release last: once the count is visible a
 //! concurrent deferred release may free the pool, so nothing touches it
-//! after that.
+//! after that, except the producer unlock of a caller without a slot,
+//! which counts under the lock (the release waits for the lock, see
+//! `count_shared_release`).
 
 use core::ffi::c_void;
 
@@ -109,17 +111,32 @@ impl PoolCore {
             return false;
         }
         let ring = self.ring();
-        let ok = if objs.len() == 1 {
-            ring.enqueue_one(objs[0]).is_ok()
+        let n = objs.len();
+        // Counted while the producer side is held (see `count_shared_release`).
+        let count = || self.count_shared_release(n);
+        if n == 1 {
+            ring.enqueue_one_then(objs[0], count).is_ok()
         } else {
-            ring.enqueue_bulk_inline(objs).is_ok()
-        };
-        if !ok {
-            return false;
+            ring.enqueue_bulk_then(objs, count).is_ok()
         }
-        // The last touch of the pool (see `try_put_direct`).
-        inflight::shared_add(&self.any.release, objs.len());
-        true
+    }
+
+    /// Counts `n` objects back from a caller without a slot, on the shared
+    /// release counter. Runs inside the enqueue, while the ring's producer
+    /// side is held (`enqueue_bulk_then` / `enqueue_one_then`), so every
+    /// writer of the counter holds that side and a plain load and Release
+    /// store do (`owner_add`), as for the shared hold counter. The count
+    /// can then be visible before the put's unlock, its last store to the
+    /// pool: the final release waits for the producer side before the
+    /// memory may be freed (`PtrRing::wait_producers`, in `poll`). Release
+    /// pairs with the Acquire load in `inflight::snapshot`, and the store
+    /// follows the objects' fills.
+    #[inline(always)]
+    fn count_shared_release(&self, n: usize) {
+        inflight::owner_add(&self.any.release, n);
+        // The end of the put's touches of the pool (loom: ordered before
+        // the free only through the producer lock's unlock).
+        self.shutdown.touch();
     }
 
     /// Returns `objs` to the pool on behalf of lcore `lcore` (its own cache
@@ -222,14 +239,12 @@ impl PoolCore {
         if !self.shutdown.state().takes_puts() {
             return Err(self.after_release(objs));
         }
+        let n = objs.len();
+        // Counted under the producer side; nothing but the unlock follows
+        // (see `count_shared_release`).
         self.ring()
-            .enqueue_bulk(objs)
-            .map_err(|e| put_error(e, objs.len()))?;
-        // The last touch of the pool: once the release is counted, a
-        // concurrent deferred release may free it (see `Shutdown`). Don't
-        // touch the pool after this.
-        inflight::shared_add(&self.any.release, objs.len());
-        Ok(())
+            .enqueue_bulk_then(objs, || self.count_shared_release(n))
+            .map_err(|e| put_error(e, n))
     }
 
     /// Put that missed the fast path: cache full, cache closed (draining) or

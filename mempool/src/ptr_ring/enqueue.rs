@@ -51,18 +51,25 @@ impl PtrRing {
     /// ```
     #[inline]
     pub fn enqueue_bulk(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
-        self.enqueue_bulk_inline(objs)
+        self.enqueue_bulk_then(objs, || {})
     }
 
-    /// [`enqueue_bulk`](PtrRing::enqueue_bulk), always inlined: for a second call site in
-    /// one function's reach (a caller inlining both an lcore and a
-    /// shared path), where the compiler would otherwise call both out of
-    /// line.
+    /// [`enqueue_bulk`](PtrRing::enqueue_bulk) that runs `locked` after the
+    /// fills, while the producer side is still held (its lock, or the
+    /// single-producer contract), and only when the enqueue succeeds: the
+    /// shared release counter is written there, so every writer of it holds
+    /// the producer side. Always inlined, as
+    /// [`dequeue_bulk_then`](PtrRing::dequeue_bulk_then), for a second call
+    /// site in one function's reach.
     #[inline(always)]
-    pub(crate) fn enqueue_bulk_inline(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
+    pub(crate) fn enqueue_bulk_then(
+        &self,
+        objs: &[*mut c_void],
+        locked: impl FnOnce(),
+    ) -> Result<(), RingError> {
         let n = objs.len();
         if n == 1 {
-            return self.enqueue_one(objs[0]);
+            return self.enqueue_one_then(objs[0], locked);
         }
         if n == 0 {
             return Ok(());
@@ -119,6 +126,7 @@ impl PtrRing {
         if !b.is_empty() {
             fill_run(b, ob);
         }
+        locked();
         Ok(())
     }
 
@@ -128,16 +136,46 @@ impl PtrRing {
     /// guard, so that the unlock needs no test.
     #[inline(always)]
     pub(crate) fn enqueue_one(&self, obj: *mut c_void) -> Result<(), RingError> {
+        self.enqueue_one_then(obj, || {})
+    }
+
+    /// [`enqueue_one`](PtrRing::enqueue_one) that runs `locked` as
+    /// [`enqueue_bulk_then`](PtrRing::enqueue_bulk_then) does.
+    #[inline(always)]
+    pub(crate) fn enqueue_one_then(
+        &self,
+        obj: *mut c_void,
+        locked: impl FnOnce(),
+    ) -> Result<(), RingError> {
         if obj.is_null() {
             return Err(RingError::NullObject { index: 0 });
         }
         if self.hdr.config.single_producer {
-            return self.produce_one(obj);
+            self.produce_one(obj)?;
+            locked();
+            return Ok(());
         }
         let Ok(_guard) = self.producer_lock() else {
             return Err(self.refused_enqueue(1));
         };
-        self.produce_one(obj)
+        self.produce_one(obj)?;
+        locked();
+        Ok(())
+    }
+
+    /// Waits until no enqueue holds the producer side: takes the producer
+    /// lock (taking it over from a dead holder, as every enqueue does) and
+    /// lets it go. A pool's final release calls it before the memory may
+    /// be freed: a put by a caller without a slot counts its release while
+    /// it still holds the lock (see `enqueue_bulk_then`), so the count can
+    /// be visible before that put's unlock, its last store to the ring.
+    /// The Acquire CAS of the lock pairs with that unlock's Release store.
+    /// Nothing to wait for on a single-producer ring (its enqueue counts
+    /// last and unlocks nothing) or a poisoned side (nobody can hold it).
+    pub(crate) fn wait_producers(&self) {
+        if !self.hdr.config.single_producer {
+            let _ = self.producer_lock();
+        }
     }
 
     /// [`enqueue_one`](PtrRing::enqueue_one) with the producer side already
