@@ -23,6 +23,8 @@ use std::sync::atomic::AtomicU32;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+pub use crate::sync::{SharedGuard, SharedLock};
+
 /// A process's owner id: never 0 (a free lock) nor `u32::MAX` (a poisoned
 /// one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,6 +71,9 @@ pub enum LockKind {
     ChunkTable,
     /// The shutdown's driver token (drain, orphan, poll).
     ShutdownDriver,
+    /// A lock outside the pool, taken through [`SharedLock`]: the name its
+    /// user gave it.
+    Named(&'static str),
     /// A lock the report names only by address.
     Other,
 }
@@ -80,6 +85,7 @@ impl core::fmt::Display for LockKind {
             LockKind::RingConsumer => "ring consumer lock",
             LockKind::ChunkTable => "chunk table lock",
             LockKind::ShutdownDriver => "shutdown driver token",
+            LockKind::Named(name) => name,
             LockKind::Other => "lock",
         })
     }
@@ -462,6 +468,51 @@ mod tests {
         assert_eq!(c.pid_of(b_id), Some(std::process::id()));
         assert_eq!(c.pid_of(b_id + 1), None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An id the tests' liveness check calls alive.
+    const ALIVE: u32 = 0xdead_0003;
+
+    #[test]
+    fn a_shared_lock_of_a_dead_holder_is_taken_over_and_a_live_ones_waited_for() {
+        set_test_liveness();
+        let lock = std::sync::Arc::new(SharedLock::new());
+        // A holder that died inside: taken over, reported, held by us.
+        lock.set_holder_for_tests(TEST_DEAD);
+        let before = takeovers();
+        let g = lock.lock("test table lock");
+        assert_eq!(lock.holder(), process_owner());
+        assert!(takeovers() > before, "the takeover was not counted");
+        drop(g);
+        assert_eq!(lock.holder(), 0);
+        // A live holder is waited for, never taken over.
+        lock.set_holder_for_tests(ALIVE);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let taker = {
+            let lock = std::sync::Arc::clone(&lock);
+            std::thread::spawn(move || {
+                let _g = lock.lock("test table lock");
+                tx.send(()).unwrap();
+            })
+        };
+        let waited = rx.recv_timeout(std::time::Duration::from_millis(200));
+        assert!(waited.is_err(), "a live holder's lock was taken");
+        assert_eq!(lock.holder(), ALIVE);
+        lock.set_holder_for_tests(0);
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the lock was not taken once free");
+        taker.join().unwrap();
+        assert_eq!(lock.holder(), 0);
+    }
+
+    #[test]
+    fn a_zeroed_shared_lock_is_free() {
+        let word = AtomicU32::new(0);
+        // SAFETY: `SharedLock` is a transparent `u32` lock word, 0 = free.
+        let lock = unsafe { &*(&word as *const AtomicU32).cast::<SharedLock>() };
+        assert_eq!(lock.holder(), 0);
+        drop(lock.lock("test table lock"));
+        assert_eq!(word.load(Ordering::Relaxed), 0);
     }
 
     #[test]

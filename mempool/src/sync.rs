@@ -234,6 +234,61 @@ impl SpinLock {
     }
 }
 
+/// The pool's owner-tracked spinlock for a structure outside the pool that
+/// processes share (the handler's table of DMA mappings): one `u32`, valid
+/// when zeroed, so it can live in a memzone. A holder that dies inside is
+/// taken over as the pool's own locks are (asked about after about a
+/// millisecond of spinning, reported through [`owner::set_report`]), with
+/// nothing to repair: the user keeps every write under it complete or
+/// invisible, so whatever a dead holder left is a state its operations
+/// accept.
+#[repr(transparent)]
+pub struct SharedLock {
+    lock: SpinLock,
+}
+
+/// A held [`SharedLock`]; dropping it lets the lock go.
+pub struct SharedGuard<'a> {
+    _guard: SpinGuard<'a>,
+}
+
+impl SharedLock {
+    /// A free lock (the same as zeroed memory).
+    pub fn new() -> Self {
+        SharedLock {
+            lock: SpinLock::new(),
+        }
+    }
+
+    /// Takes the lock, taking it over from a dead holder (reported with
+    /// [`LockKind::Named`]`(name)`).
+    pub fn lock(&self, name: &'static str) -> SharedGuard<'_> {
+        SharedGuard {
+            _guard: self.lock.lock_as(LockKind::Named(name)),
+        }
+    }
+
+    /// The lock word: 0 when free, else the holder's owner id.
+    pub fn holder(&self) -> u32 {
+        self.lock.holder()
+    }
+
+    /// Sets the lock word to `id` without taking the lock (0: free), for
+    /// tests that emulate a holder, live or dead. Not for anything else:
+    /// it overrides whoever holds the lock.
+    #[doc(hidden)]
+    pub fn set_holder_for_tests(&self, id: u32) {
+        // Release: a test's later taker sees what came before.
+        self.lock.owner.store(id, Ordering::Release);
+    }
+}
+
+impl Default for SharedLock {
+    fn default() -> Self {
+        SharedLock::new()
+    }
+}
+
 pub(crate) struct SpinGuard<'a> {
     lock: &'a SpinLock,
 }

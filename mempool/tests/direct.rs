@@ -232,6 +232,7 @@ fn cache_on_bulk_fast_path_takes_any_size_that_fits() {
     // SAFETY: one thread. Above 8 objects (the inline copy's limit) the
     // bulk fast path still takes a put that fits under the limit...
     assert!(!unsafe { pool.try_put_cached(1, &big) });
+    // SAFETY: one thread.
     assert!(unsafe { pool.try_put_cached_bulk(1, &big) });
     assert_eq!(pool.cache_len(1), before + 20);
     // ...and refuses one that does not, changing nothing.
@@ -241,8 +242,8 @@ fn cache_on_bulk_fast_path_takes_any_size_that_fits() {
     // SAFETY: one thread.
     unsafe { pool.get(1, &mut more) }.unwrap();
     let len = pool.cache_len(1);
-    // SAFETY: one thread.
     assert!(
+        // SAFETY: one thread.
         !unsafe { pool.try_put_cached_bulk(1, &more) },
         "above the limit"
     );

@@ -79,7 +79,14 @@ fn pool_holding(at: usize) -> Option<String> {
 
 /// The takeover hook: one WARNING (an ERROR when the pool is now poisoned).
 fn report(t: &Takeover) {
-    let pool = pool_holding(t.at).unwrap_or_else(|| format!("at {:#x}", t.at));
+    // A named lock guards a structure outside every pool (the DMA table).
+    let subject = match t.lock {
+        owner::LockKind::Named(_) => String::new(),
+        _ => {
+            let pool = pool_holding(t.at).unwrap_or_else(|| format!("at {:#x}", t.at));
+            format!("pool {pool}: ")
+        }
+    };
     let level = if matches!(t.repair, owner::Repair::Impossible(_)) {
         Level::Err
     } else {
@@ -95,7 +102,7 @@ fn report(t: &Takeover) {
     });
     log!(
         level,
-        "pool {pool}: process of owner id {}{pid} died holding the {}; {}{tail}",
+        "{subject}process of owner id {}{pid} died holding the {}; {}{tail}",
         t.dead,
         t.lock,
         t.repair

@@ -643,16 +643,13 @@ fn across_processes() {
     if skip_without_hugepages("eal_dma/across_processes") {
         return;
     }
-    let prefix = format!("ptrring_dma_{}", std::process::id());
-    remove_prefix_files(&prefix);
-    let mut child = rerun_self(
+    run_primary_child(
         test_name_of(&dma_mappings_follow_devices_and_chunks),
-        &[(ROLE_ENV, "primary"), (PREFIX_ENV, prefix.as_str())],
-        false,
+        ROLE_ENV,
+        PREFIX_ENV,
+        "ptrring_dma",
+        120,
     );
-    let st = wait_timeout(&mut child, 120, "primary");
-    remove_prefix_files(&prefix);
-    assert!(st.success(), "primary failed: {st}");
     eprintln!("test: DMA refcounts shared across processes");
 }
 

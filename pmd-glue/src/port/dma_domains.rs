@@ -1,7 +1,9 @@
 //! The DMA mappings that every process sees: per mapping domain (an IOMMU
 //! container that devices share, or one device), the ranges mapped there and
-//! how many chunk mappings use each, in one small memzone ([`ZONE`]) under a
-//! spinlock.
+//! how many chunk mappings use each, in one small memzone ([`ZONE`]) under an
+//! owner-tracked lock ([`SharedLock`]): a process that dies holding it (inside
+//! a mapping call, say) is taken over by the next user after about a
+//! millisecond, never waited for forever.
 //!
 //! A range is mapped once per domain, however many devices of the domain
 //! and chunk records use it, and unmapped, exactly as mapped, with its last
@@ -11,12 +13,23 @@
 //! for all pools, not one per pool, because a container is too: two pools
 //! whose chunks share a page (or use one container's entry limit) must see
 //! each other's mappings.
+//!
+//! What a dead holder can leave is a state the table's operations accept:
+//! a slot becomes used (its `refs` or `uses` turns from 0 to 1) by its last
+//! store, after its other fields, so a half-written slot is still free. A
+//! range is recorded only after its map call succeeded and unrecorded before
+//! its unmap call, so a holder dead between the two leaves, at worst, a range
+//! mapped in the domain that the table does not know of: a later map of those
+//! pages fails (VFIO's `EEXIST`) and says so, and the mapping goes with the
+//! container. A use counted for a map the holder did not finish keeps its
+//! ranges mapped until the domain goes.
 
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use dpdk_sys as sys;
+use mempool::owner::{SharedGuard, SharedLock};
 use mempool::DeviceId;
 
 /// The memzone of the table. Not `PR_<pool>`'s form: no pool's zone can
@@ -100,8 +113,8 @@ struct Table {
     /// [`READY`] once `data` is initialised (Release store by the creator,
     /// Acquire load by every other user).
     ready: AtomicU64,
-    /// 0 free, 1 held.
-    lock: AtomicU32,
+    /// Free while zero; the holder's owner id while held.
+    lock: SharedLock,
     data: core::cell::UnsafeCell<Data>,
 }
 
@@ -203,7 +216,11 @@ fn reserve(name: &std::ffi::CStr) -> Result<*const sys::rte_memzone, i32> {
 /// racing user must not overtake).
 pub(super) struct Locked {
     table: &'static Table,
+    _guard: SharedGuard<'static>,
 }
+
+/// The table lock's name in a takeover report.
+const LOCK_NAME: &str = "DMA domain table lock";
 
 /// Locks the table (making it first if no process has).
 pub(super) fn lock() -> Result<Locked, i32> {
@@ -218,26 +235,19 @@ pub(super) fn lock_if_made() -> Result<Option<Locked>, i32> {
 }
 
 fn lock_table(table: &'static Table) -> Locked {
-    // Acquire pairs with the Release store in `Locked::drop`: the previous
-    // holder's writes (in any process) are visible while we hold it.
-    while table
-        .lock
-        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        // Relaxed: a hint to retry; the CAS synchronises.
-        while table.lock.load(Ordering::Relaxed) != 0 {
-            core::hint::spin_loop();
-        }
+    // The lock's Acquire pairs with the previous holder's Release unlock
+    // (in any process): its writes are visible while we hold it.
+    Locked {
+        table,
+        _guard: table.lock.lock(LOCK_NAME),
     }
-    Locked { table }
 }
 
-impl Drop for Locked {
-    fn drop(&mut self) {
-        // Release pairs with the Acquire CAS in `lock`.
-        self.table.lock.store(0, Ordering::Release);
-    }
+/// The table's lock (the table made if no process has), for tests that
+/// emulate a holder, live or dead (`SharedLock::set_holder_for_tests`).
+#[doc(hidden)]
+pub fn dma_table_lock_for_tests() -> Result<&'static SharedLock, i32> {
+    Ok(&table(true)?.ok_or(-libc::ENOMEM)?.lock)
 }
 
 impl Locked {
@@ -274,12 +284,15 @@ impl Locked {
             .iter_mut()
             .find(|s| s.uses == 0)
             .ok_or(-libc::ENOSPC)?;
+        // The slot turns used by its last store (module documentation).
         *s = DeviceSlot {
-            uses: 1,
+            uses: 0,
             kind,
             device: device.0,
             domain: key,
         };
+        compiler_fence(Ordering::Release);
+        s.uses = 1;
         Ok(())
     }
 
@@ -355,8 +368,9 @@ impl Locked {
             .enumerate()
             .find(|(_, s)| s.refs == 0)
             .expect("a free slot, checked by the caller");
+        // The slot turns used by its last store (module documentation).
         *s = RunSlot {
-            refs: 1,
+            refs: 0,
             kind,
             domain: key,
             va: va as u64,
@@ -364,6 +378,8 @@ impl Locked {
             len: len as u64,
             page_sz: page_sz as u64,
         };
+        compiler_fence(Ordering::Release);
+        s.refs = 1;
         i
     }
 

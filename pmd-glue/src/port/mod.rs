@@ -46,7 +46,7 @@ pub use dma::{
     PoolDmaMapper, RteDevDma,
 };
 pub(crate) use dma::{map_new_chunks, unmap_at_free};
-pub use dma_domains::{mapped_runs, Domain, Run};
+pub use dma_domains::{dma_table_lock_for_tests, mapped_runs, Domain, Run};
 pub(crate) use release::{cancel_deferred_release, note_free};
 pub use release::{
     cancel_release, cleanup, deferred_releases_pending, release_lock, run_deferred_releases_now,

@@ -131,6 +131,23 @@ pub fn rerun_self(test_name: &str, envs: &[(&str, &str)], pipe_io: bool) -> Chil
     cmd.spawn().expect("spawn test child")
 }
 
+/// Runs this test binary again as the primary of a multi-process test:
+/// test `test_name` with `role_env=primary` and `prefix_env` set to a fresh
+/// EAL file prefix (`<base>_<pid>`, its files removed before and after);
+/// panics unless it succeeds within `secs` seconds.
+pub fn run_primary_child(test_name: &str, role_env: &str, prefix_env: &str, base: &str, secs: u64) {
+    let prefix = format!("{base}_{}", std::process::id());
+    remove_prefix_files(&prefix);
+    let mut child = rerun_self(
+        test_name,
+        &[(role_env, "primary"), (prefix_env, prefix.as_str())],
+        false,
+    );
+    let st = wait_timeout(&mut child, secs, "primary");
+    remove_prefix_files(&prefix);
+    assert!(st.success(), "primary failed: {st}");
+}
+
 /// Waits for `child` at most `secs` seconds; kills it on timeout.
 pub fn wait_timeout(child: &mut Child, secs: u64, what: &str) -> std::process::ExitStatus {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
