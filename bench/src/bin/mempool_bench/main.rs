@@ -15,8 +15,8 @@
 //! `pool_config` (`struct ptr_ring_pool_config`). Run `mempool_bench --help`
 //! for the options.
 //!
-//! Output: one CSV line per handler per round (format 2, see
-//! `bench::record`), progress and a per-row summary on stderr. Rates are
+//! Output: one CSV record per handler per round (`mempool2`, format 2,
+//! see `bench::record`), progress and a per-row summary on stderr. Rates are
 //! wall-clock (TSC); each line also carries the smallest share of the run
 //! that a lane's thread was on its CPU, and for `ptr_ring` the share of the
 //! objects got that its own counters saw leave the handler (near 0: DPDK's
@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
 use bench::matrix::{self, BASELINE, OURS};
-use bench::record::{self, Group, MempoolKey, Pattern, Record};
+use bench::record::{Group, MempoolKey, MempoolRound, Pattern, Record, Skipped, Writer};
 use bench::stats::{round_ratios, Paired, Summary};
 use dpdk_sys as sys;
 
@@ -478,7 +478,7 @@ fn run(
     if keys.iter().any(|k| k.lcores == 2) && !bench.has_worker() {
         return Err("two-lcore rows need a worker lcore: pass -l 0-1".into());
     }
-    let mut out = open_out(o.csv.as_deref())?;
+    let out = open_out(o.csv.as_deref())?;
     let fits = |k: &MempoolKey| -> Vec<&str> {
         o.handlers
             .iter()
@@ -513,21 +513,24 @@ fn run(
         total_runs as f64 * (o.secs + 0.01) + keys.len() as f64 * 2.5 * o.warmup,
         bench.tsc_hz / 1e9
     );
-    let w = |out: &mut Box<dyn Write>, s: String| writeln!(out, "{s}").map_err(|e| e.to_string());
-    w(&mut out, format!("# format={}", bench::record::FORMAT))?;
-    w(
-        &mut out,
-        format!(
-            "# mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
-             tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor} peers_per_round={}",
-            o.rounds, o.secs, o.warmup, bench.tsc_hz, o.peers_per_round
-        ),
-    )?;
+    let params = format!(
+        "mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
+         tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor} peers_per_round={}",
+        o.rounds, o.secs, o.warmup, bench.tsc_hz, o.peers_per_round
+    );
+    let mut out = Writer::new(out, &[&params]).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     for (i, key) in keys.iter().enumerate() {
-        let skip = |out: &mut Box<dyn Write>, h: &str, why: &str| {
+        let skip = |out: &mut Out, h: &str, why: &str| {
             eprintln!("mempool_bench: {key}: {h} left out: {why}");
-            w(out, record::skip_line(key, h, why))
+            emit(
+                out,
+                Record::Skipped(Skipped {
+                    key: *key,
+                    handler: h.to_string(),
+                    reason: why.to_string(),
+                }),
+            )
         };
         for (h, why) in missing {
             if matrix::handler_fits(h, key) {
@@ -581,19 +584,18 @@ fn run(
                     }
                     Err(e) => return Err(e),
                 };
-                let side = matrix::side(key, h);
-                w(
+                emit(
                     &mut out,
-                    Record::mempool_line(
-                        key,
-                        h,
-                        side,
+                    Record::Mempool(MempoolRound {
+                        key: *key,
+                        handler: h.to_string(),
+                        side: matrix::side(key, h),
                         round,
-                        pos as u32 + 1,
-                        m.rate,
-                        m.on_cpu,
-                        m.share,
-                    ),
+                        position: pos as u32 + 1,
+                        rate: m.rate,
+                        on_cpu: m.on_cpu,
+                        handler_share: m.share,
+                    }),
                 )?;
                 samples.entry(h).or_default().push((round, m.rate));
                 if m.share >= 0.0 {
@@ -613,6 +615,13 @@ fn run(
         );
     }
     Ok(())
+}
+
+/// Where the records go.
+type Out = Writer<Box<dyn Write>>;
+
+fn emit(out: &mut Out, r: Record) -> Result<(), String> {
+    out.write(&r).map_err(|e| e.to_string())
 }
 
 /// One stderr line per row: median and ratio (paired, with its interval).
