@@ -210,7 +210,9 @@ impl Bench {
 
     /// One run of `secs` seconds of `handler` in `key`.
     fn measure(&mut self, key: &MempoolKey, handler: &str, secs: f64) -> Result<Measured, String> {
-        let mp = self.pools.get(handler, matrix::side(key, handler))?;
+        // This run's own pool, freed when the run is over (see pools.rs).
+        let pool = self.pools.create(handler, matrix::side(key, handler))?;
+        let mp = pool.as_ptr();
         let job = Job {
             mp,
             ring: self.ring.as_ptr(),
@@ -538,14 +540,14 @@ fn run(
             }
         }
         // A peer whose run fails is left out of the rest of the row (the
-        // report leaves it out of the whole row), and its pool, which may
-        // have lost objects, is freed: a later row gets a fresh one.
+        // report leaves it out of the whole row); every run has a fresh
+        // pool, so a pool that lost objects is gone with its run.
         let mut failed: Vec<&str> = Vec::new();
         let mut hs = Vec::new();
         for h in fits(key) {
             // A pool the handler refuses (or that names other ops) leaves a
             // peer out of this row; ptr_ring and ring_mp_mc must run.
-            match bench.pools.get(h, matrix::side(key, h)) {
+            match bench.pools.create(h, matrix::side(key, h)) {
                 Ok(_) => hs.push(h),
                 Err(e) if is_peer(h) => skip(&mut out, h, &e)?,
                 Err(e) => return Err(e),
@@ -558,7 +560,6 @@ fn run(
                     Ok(_) => kept.push(h),
                     Err(e) if is_peer(h) => {
                         skip(&mut out, h, &format!("a run failed (warm-up): {e}"))?;
-                        bench.pools.discard(h, matrix::side(key, h));
                     }
                     Err(e) => return Err(e),
                 }
@@ -577,7 +578,6 @@ fn run(
                     Ok(m) => m,
                     Err(e) if is_peer(h) => {
                         skip(&mut out, h, &format!("a run failed in round {round}: {e}"))?;
-                        bench.pools.discard(h, matrix::side(key, h));
                         failed.push(h);
                         samples.remove(*h);
                         continue;
