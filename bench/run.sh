@@ -618,7 +618,7 @@ else
                 >"$logs/perf-record-$name-$h.log" 2>&1 || { say "perf record $h failed"; continue; }
             {
                 echo
-                echo "== $h: $(awk -F, '/^mempool2/ { printf "%.1f M objects/s", $13 / 1e6 }' "$logs/perf-$name-$h.csv") under perf stat"
+                echo "== $h: $(awk -F, '/^mempool2,/ { printf "%.1f M objects/s", $13 / 1e6 }' "$logs/perf-$name-$h.csv") under perf stat"
                 echo "perf stat (whole process):"
                 awk -F, '/^[0-9<]/ { printf "  %-18s %s %s\n", $3, $1, $2 }' "$logs/perf-stat-$name-$h.csv"
                 echo "perf record -e cpu-clock, share of all samples by library:"

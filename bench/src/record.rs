@@ -1,43 +1,46 @@
-//! The measurement lines, one per handler per round, as CSV.
+//! The benchmark's results, one CSV record per line: what `mempool_bench`,
+//! `bench/run.sh` and `bench/vhost.sh` write and `bench_report` reads.
 //!
-//! Format 2 (what `mempool_bench` and `bench/run.sh` write now):
+//! Format 2: no header line; the first field names the kind of record, one
+//! struct per kind below, its fields in the order of the struct (a key
+//! struct stands for its own fields):
 //!
 //! ```text
 //! # format=2
 //! mempool2,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<position>,<objects/s>,<on_cpu>,<handler_share>
-//! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>[,<handler_share>]
 //! mempool2skip,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<reason>
+//! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>[,<handler_share>]
+//! autotest2,<handler>,<cores>,<max_bulk>,<get_bulk>,<put_bulk>,<keep>,<constant_n>,<objects/s>
 //! ```
 //!
-//! * `group`, `pattern`, `lcores`, `bulk`, `kept`, `cache` name the row (see
-//!   [`MempoolKey`]); `cache` is the row's cache size C (0 where none).
-//! * `dpdk_cache` / `handler_cache`: the caches this handler really ran with:
-//!   DPDK's per-lcore mempool cache (`cache_size` of the pool) and the
-//!   handler's own per-lcore cache (`ptr_ring` only; 0 for handlers without
-//!   one; `-1` unknown). In `e2e2` lines they are free text (`250`, `0`,
-//!   `default`).
-//! * `position`: the handler's place in that round's order (1 = first).
-//! * `on_cpu`: the smallest share (0..1) of the run's wall time a lane's
-//!   thread spent on its CPU.
-//! * `handler_share`: objects the handler handed out / objects the
-//!   application got (from `ptr_ring`'s own counters; `-1` where unknown).
-//!   Near 0 means DPDK's cache served (almost) everything. In `e2e2` lines
-//!   (optional; `testpmd-vhost` writes it): objects `ptr_ring` handed out
-//!   per packet sent.
-//! * `mempool2skip`: a handler asked for that did not run in that row
-//!   (not registered in the process, or it refused the pool or failed a
-//!   run), and why (free text, commas written as `;`).
+//! * [`MempoolRound`] (`mempool2`): one handler's run in one round of a
+//!   `mempool_bench` row, [`Skipped`] (`mempool2skip`): a handler asked for
+//!   that did not run in that row, [`E2eRound`] (`e2e2`): one run of an
+//!   end-to-end application, [`AutotestCase`] (`autotest2`): one case of
+//!   DPDK's `mempool_perf_autotest`, as `bench/run.sh` reads it from the
+//!   test's output.
+//! * Lines starting with `#` are comments; fields are trimmed, and quoted
+//!   where they hold a comma, a quote or a line break (a skip reason may).
+//! * A line of another kind, or with fields missing, left over or not
+//!   readable as their type, is an error naming the line ([`Error`]).
 //!
-//! Lines starting with `#` are comments; lines of any other format are
-//! not read.
+//! [`read`] reads records, [`Writer`] writes them.
+
+mod io;
 
 use std::fmt;
 
-/// The CSV format version written by this crate.
+use serde::{Deserialize, Serialize, Serializer};
+
+pub use io::{read, read_file, Error, Writer};
+
+/// The CSV format version written by this crate (the `# format=` line and
+/// the digit in every record kind).
 pub const FORMAT: u32 = 2;
 
 /// How objects travel in a `mempool_bench` configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Pattern {
     /// Every lane gets objects and puts back its own (the oldest `bulk` once
     /// it holds more than `kept`).
@@ -54,6 +57,9 @@ pub enum Pattern {
 }
 
 impl Pattern {
+    /// Every pattern.
+    pub const ALL: [Pattern; 3] = [Pattern::Recycle, Pattern::Handoff, Pattern::Burst];
+
     /// The name used on the command line and in CSV.
     pub fn name(self) -> &'static str {
         match self {
@@ -65,17 +71,13 @@ impl Pattern {
 
     /// Parses [`Pattern::name`].
     pub fn parse(s: &str) -> Option<Pattern> {
-        match s {
-            "recycle" => Some(Pattern::Recycle),
-            "handoff" => Some(Pattern::Handoff),
-            "burst" => Some(Pattern::Burst),
-            _ => None,
-        }
+        Pattern::ALL.into_iter().find(|p| p.name() == s)
     }
 }
 
 /// Which comparison a row belongs to (decides each side's caches).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Group {
     /// No cache anywhere: DPDK cache 0 on both, `ptr_ring`'s own cache off.
     NoCache,
@@ -139,7 +141,7 @@ impl Group {
 }
 
 /// One `mempool_bench` configuration (one row of the report).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct MempoolKey {
     /// The comparison.
     pub group: Group,
@@ -201,26 +203,6 @@ impl MempoolKey {
         kv.join(",")
     }
 
-    /// The row's CSV fields: `<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>`.
-    fn csv_fields(&self) -> String {
-        self.values().join(",")
-    }
-
-    /// Parses the six fields of [`MempoolKey::csv_fields`].
-    fn from_fields(f: &[&str]) -> Option<MempoolKey> {
-        let [group, pattern, lcores, bulk, kept, cache] = f else {
-            return None;
-        };
-        Some(MempoolKey {
-            group: Group::parse(group)?,
-            pattern: Pattern::parse(pattern)?,
-            lcores: lcores.parse().ok()?,
-            bulk: bulk.parse().ok()?,
-            kept: kept.parse().ok()?,
-            cache: cache.parse().ok()?,
-        })
-    }
-
     /// Whether `field=value` matches this row (`--only` filters).
     pub fn matches(&self, field: &str, value: &str) -> bool {
         match field {
@@ -251,7 +233,7 @@ impl fmt::Display for MempoolKey {
 }
 
 /// The caches one handler ran with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Side {
     /// DPDK's per-lcore mempool cache (`cache_size` of the pool).
     pub dpdk_cache: u32,
@@ -271,7 +253,7 @@ impl fmt::Display for Side {
 }
 
 /// One end-to-end configuration: an application and its variant.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct E2eKey {
     /// `testpmd`, `testpmd-xlcore` or `l2fwd`.
     pub app: String,
@@ -279,199 +261,338 @@ pub struct E2eKey {
     pub variant: String,
 }
 
-/// One parsed line.
+/// `mempool2`: one handler's run in one round of a `mempool_bench` row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MempoolRound {
+    /// The row.
+    pub key: MempoolKey,
+    /// The handler (mempool ops name).
+    pub handler: String,
+    /// The caches it ran with: DPDK's per-lcore mempool cache and the
+    /// handler's own (`ptr_ring` only; 0 for handlers without one, -1
+    /// unknown).
+    pub side: Side,
+    /// Round number, from 1.
+    pub round: u32,
+    /// The handler's place in the round's order, from 1 (0: unknown).
+    pub position: u32,
+    /// Objects per second (one get plus one put per object).
+    #[serde(serialize_with = "fixed::<0, _>")]
+    pub rate: f64,
+    /// The smallest share (0..1) of the run's wall time a lane's thread
+    /// spent on its CPU.
+    #[serde(serialize_with = "fixed::<3, _>")]
+    pub on_cpu: f64,
+    /// Objects the handler handed out per object the application got, from
+    /// `ptr_ring`'s own counters (-1: unknown, the other handlers). Near 0:
+    /// DPDK's cache served (almost) everything.
+    #[serde(serialize_with = "fixed::<4, _>")]
+    pub handler_share: f64,
+}
+
+/// `mempool2skip`: a handler asked for that did not run in a
+/// `mempool_bench` row (not registered in the process, or it refused the
+/// pool or failed a run), and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// The row.
+    pub key: MempoolKey,
+    /// The handler (mempool ops name).
+    pub handler: String,
+    /// Why, free text.
+    pub reason: String,
+}
+
+/// `e2e2`: one run of an end-to-end application (`bench/run.sh`,
+/// `bench/vhost.sh`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct E2eRound {
+    /// The configuration.
+    pub key: E2eKey,
+    /// The handler (mempool ops name).
+    pub handler: String,
+    /// DPDK's cache, as the run set it (free text: `250`, `0`, `default`).
+    pub dpdk_cache: String,
+    /// The handler's own cache, as the run set it (free text).
+    pub handler_cache: String,
+    /// Round number, from 1.
+    pub round: u32,
+    /// Forwarding rate in Mpps.
+    pub rate: f64,
+    /// Objects `ptr_ring` handed out per packet sent (-1: unknown, the
+    /// other handlers). Optional on the line: `testpmd-vhost` writes it.
+    #[serde(default = "unknown_share")]
+    pub handler_share: f64,
+}
+
+/// `autotest2`: one case of DPDK's `mempool_perf_autotest` without cache,
+/// as `bench/run.sh` reads it from the test's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutotestCase {
+    /// `ring_mp_mc` or `ptr_ring`.
+    pub handler: String,
+    /// Lcores running the case.
+    pub cores: u32,
+    /// Above 0 (DPDK 25.07 on): random bulks from 1 to this, `get_bulk`
+    /// and `put_bulk` 0; 0: fixed bulks.
+    pub max_bulk: u32,
+    /// Objects per get.
+    pub get_bulk: u32,
+    /// Objects per put.
+    pub put_bulk: u32,
+    /// Objects kept out per lcore.
+    pub keep: u32,
+    /// Whether the bulk sizes are compile-time constants (0 or 1).
+    pub constant_n: u32,
+    /// Objects per second.
+    #[serde(serialize_with = "fixed::<0, _>")]
+    pub rate: f64,
+}
+
+fn unknown_share() -> f64 {
+    -1.0
+}
+
+/// Writes a float with `N` decimals (the files stay as short as the
+/// figures' precision; reading takes any float).
+fn fixed<const N: usize, S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("{v:.N$}"))
+}
+
+/// One record, of any kind.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    /// A `mempool_bench` round.
-    Mempool {
-        /// The row.
-        key: MempoolKey,
-        /// The handler (mempool ops name).
-        handler: String,
-        /// The caches it ran with.
-        side: Side,
-        /// Round number, from 1.
-        round: u32,
-        /// Place in the round's order, from 1 (0: unknown).
-        position: u32,
-        /// Objects per second (one get plus one put per object).
-        rate: f64,
-        /// Smallest on-CPU share of the lanes (1.0 when not recorded).
-        on_cpu: f64,
-        /// Objects the handler handed out per object got (-1: unknown).
-        handler_share: f64,
-    },
-    /// A handler left out of a `mempool_bench` row.
-    Skipped {
-        /// The row.
-        key: MempoolKey,
-        /// The handler (mempool ops name).
-        handler: String,
-        /// Why.
-        reason: String,
-    },
-    /// An end-to-end round.
-    E2e {
-        /// The configuration.
-        key: E2eKey,
-        /// The handler (mempool ops name).
-        handler: String,
-        /// DPDK cache, as the run set it (free text).
-        dpdk_cache: String,
-        /// The handler's own cache, as the run set it (free text).
-        handler_cache: String,
-        /// Round number, from 1.
-        round: u32,
-        /// Forwarding rate in Mpps.
-        rate: f64,
-        /// Objects the handler handed out per packet (-1: unknown).
-        handler_share: f64,
-    },
+    /// `mempool2`.
+    Mempool(MempoolRound),
+    /// `mempool2skip`.
+    Skipped(Skipped),
+    /// `e2e2`.
+    E2e(E2eRound),
+    /// `autotest2`.
+    Autotest(AutotestCase),
 }
 
 impl Record {
-    /// Parses one CSV line (format 2 or 1); `None` for comments, blank and
-    /// malformed lines.
-    pub fn parse(line: &str) -> Option<Record> {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            return None;
-        }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        match f.as_slice() {
-            ["mempool2", k @ .., handler, dc, hc, round, pos, rate, on_cpu, share]
-                if k.len() == 6 =>
-            {
-                Some(Record::Mempool {
-                    key: MempoolKey::from_fields(k)?,
-                    handler: handler.to_string(),
-                    side: Side {
-                        dpdk_cache: dc.parse().ok()?,
-                        handler_cache: hc.parse().ok()?,
-                    },
-                    round: round.parse().ok()?,
-                    position: pos.parse().ok()?,
-                    rate: rate.parse().ok()?,
-                    on_cpu: on_cpu.parse().ok()?,
-                    handler_share: share.parse().ok()?,
-                })
-            }
-            ["mempool2skip", rest @ ..] if rest.len() >= 8 => {
-                let (k, rest) = rest.split_at(6);
-                Some(Record::Skipped {
-                    key: MempoolKey::from_fields(k)?,
-                    handler: rest[0].to_string(),
-                    reason: rest[1..].join(","),
-                })
-            }
-            ["e2e2", app, variant, handler, dc, hc, round, rate, share @ ..]
-                if share.len() <= 1 =>
-            {
-                Some(Record::E2e {
-                    key: E2eKey {
-                        app: app.to_string(),
-                        variant: variant.to_string(),
-                    },
-                    handler: handler.to_string(),
-                    dpdk_cache: dc.to_string(),
-                    handler_cache: hc.to_string(),
-                    round: round.parse().ok()?,
-                    rate: rate.parse().ok()?,
-                    handler_share: match share {
-                        [s] => s.parse().ok()?,
-                        _ => -1.0,
-                    },
-                })
-            }
-            _ => None,
-        }
+    /// The first field of each kind's lines, and how many fields follow it
+    /// (at least, at most).
+    pub const KINDS: [(&'static str, usize, usize); 4] = [
+        ("mempool2", 14, 14),
+        ("mempool2skip", 8, 8),
+        ("e2e2", 7, 8),
+        ("autotest2", 8, 8),
+    ];
+
+    /// The first field of this record's line.
+    pub fn kind(&self) -> &'static str {
+        let i = match self {
+            Record::Mempool(_) => 0,
+            Record::Skipped(_) => 1,
+            Record::E2e(_) => 2,
+            Record::Autotest(_) => 3,
+        };
+        Record::KINDS[i].0
     }
 
-    /// The CSV line of a `mempool_bench` round (format 2).
-    #[allow(clippy::too_many_arguments)]
-    pub fn mempool_line(
-        key: &MempoolKey,
-        handler: &str,
-        side: Side,
-        round: u32,
-        position: u32,
-        rate: f64,
-        on_cpu: f64,
-        handler_share: f64,
-    ) -> String {
-        format!(
-            "mempool2,{},{handler},{},{},{round},{position},{rate:.0},{on_cpu:.3},{handler_share:.4}",
-            key.csv_fields(),
-            side.dpdk_cache,
-            side.handler_cache
-        )
+    /// Parses one line holding one record.
+    pub fn parse(line: &str) -> Result<Record, Error> {
+        let mut v = read(line.as_bytes(), "input")?;
+        match (v.pop(), v.is_empty()) {
+            (Some(r), true) => Ok(r),
+            (r, _) => Err(Error::NotOneRecord {
+                records: v.len() + usize::from(r.is_some()),
+            }),
+        }
     }
 }
 
-/// The CSV line of a handler left out of a row (commas in `reason`
-/// become `;`).
-pub fn skip_line(key: &MempoolKey, handler: &str, reason: &str) -> String {
-    format!(
-        "mempool2skip,{},{handler},{}",
-        key.csv_fields(),
-        reason.replace([',', '\n'], ";")
-    )
+/// A record is its kind, then the fields of its struct.
+impl Serialize for Record {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Record::Mempool(r) => (self.kind(), r).serialize(s),
+            Record::Skipped(r) => (self.kind(), r).serialize(s),
+            Record::E2e(r) => (self.kind(), r).serialize(s),
+            Record::Autotest(r) => (self.kind(), r).serialize(s),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn round_trip() {
-        let key = MempoolKey {
+    fn key() -> MempoolKey {
+        MempoolKey {
             group: Group::OwnCache,
             pattern: Pattern::Handoff,
             lcores: 2,
             bulk: 32,
             kept: 1024,
             cache: 256,
+        }
+    }
+
+    /// One record of each kind, and its line as the files hold it.
+    fn examples() -> Vec<(Record, &'static str)> {
+        let e2e = |handler_share| E2eRound {
+            key: E2eKey {
+                app: "testpmd-vhost".into(),
+                variant: "burst512".into(),
+            },
+            handler: "ptr_ring".into(),
+            dpdk_cache: "250".into(),
+            handler_cache: "default (128)".into(),
+            round: 2,
+            rate: 1.27,
+            handler_share,
         };
-        let side = Side {
-            dpdk_cache: 0,
-            handler_cache: 256,
+        vec![
+            (
+                Record::Mempool(MempoolRound {
+                    key: key(),
+                    handler: "ptr_ring".into(),
+                    side: Side {
+                        dpdk_cache: 0,
+                        handler_cache: 256,
+                    },
+                    round: 3,
+                    position: 2,
+                    rate: 1.5e8,
+                    on_cpu: 0.5,
+                    handler_share: -1.0,
+                }),
+                "mempool2,owncache,handoff,2,32,1024,256,ptr_ring,0,256,3,2,150000000,0.500,-1.0000",
+            ),
+            (
+                Record::Skipped(Skipped {
+                    key: key(),
+                    handler: "bucket".into(),
+                    reason: "refused the pool, rte_errno 22".into(),
+                }),
+                "mempool2skip,owncache,handoff,2,32,1024,256,bucket,\"refused the pool, rte_errno 22\"",
+            ),
+            (
+                Record::E2e(e2e(0.45)),
+                "e2e2,testpmd-vhost,burst512,ptr_ring,250,default (128),2,1.27,0.45",
+            ),
+            (
+                Record::Autotest(AutotestCase {
+                    handler: "ring_mp_mc".into(),
+                    cores: 1,
+                    max_bulk: 0,
+                    get_bulk: 1,
+                    put_bulk: 1,
+                    keep: 32,
+                    constant_n: 1,
+                    rate: 76783784.0,
+                }),
+                "autotest2,ring_mp_mc,1,0,1,1,32,1,76783784",
+            ),
+        ]
+    }
+
+    #[test]
+    fn round_trip_every_kind() {
+        let (records, lines): (Vec<Record>, Vec<&str>) = examples().into_iter().unzip();
+        let mut w = Writer::new(Vec::new(), &["mempool_bench rounds=3"]).unwrap();
+        for r in &records {
+            w.write(r).unwrap();
+        }
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let expected = format!(
+            "# format=2\n# mempool_bench rounds=3\n{}\n",
+            lines.join("\n")
+        );
+        assert_eq!(text, expected);
+        assert_eq!(read(text.as_bytes(), "test").unwrap(), records);
+        // Each kind's line has the number of fields Record::KINDS gives.
+        for (r, line) in records.iter().zip(&lines) {
+            let (kind, _, max) = Record::KINDS.iter().find(|k| k.0 == r.kind()).unwrap();
+            assert!(line.starts_with(&format!("{kind},")));
+            let fields = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .from_reader(line.as_bytes())
+                .records()
+                .next()
+                .unwrap()
+                .unwrap()
+                .len();
+            assert_eq!(fields, max + 1, "{line}");
+        }
+    }
+
+    #[test]
+    fn lines_as_the_scripts_write_them() {
+        // e2e2 without its optional share: unknown.
+        let r = Record::parse("e2e2,testpmd,mbcache=0,ring_mp_mc,0,0,1,40.5").unwrap();
+        assert!(
+            matches!(r, Record::E2e(E2eRound { round: 1, handler_share, .. }) if handler_share == -1.0)
+        );
+        // Spaces around fields, comments and blank lines.
+        let text = "# format=2\n\n autotest2, ptr_ring ,2,0,32,32,128,0,1e8 \n";
+        let v = read(text.as_bytes(), "test").unwrap();
+        assert!(
+            matches!(&v[..], [Record::Autotest(a)] if a.handler == "ptr_ring" && a.rate == 1e8)
+        );
+    }
+
+    #[test]
+    fn a_malformed_line_is_an_error_naming_it() {
+        let good = examples()[0].1;
+        let err = |text: &str| {
+            read(text.as_bytes(), "mempool.csv")
+                .unwrap_err()
+                .to_string()
         };
-        let line = Record::mempool_line(&key, "ptr_ring", side, 3, 2, 1.5e8, 0.5, 0.25);
-        assert_eq!(
-            Record::parse(&line),
-            Some(Record::Mempool {
-                key,
-                handler: "ptr_ring".into(),
-                side,
-                round: 3,
-                position: 2,
-                rate: 1.5e8,
-                on_cpu: 0.5,
-                handler_share: 0.25,
-            })
+        let bad_rate = good.replace(",150000000,", ",fast,");
+        let e = err(&format!("# format=2\n{good}\n{bad_rate}\n"));
+        assert!(
+            e.starts_with("mempool.csv, line 3: field 13 (\"fast\"): "),
+            "{e}"
+        );
+        assert!(e.ends_with(&bad_rate), "{e}");
+        let e = err(&format!("{good}\nmempool2,control,recycle,1\n"));
+        assert!(
+            e.starts_with("mempool.csv, line 2: 3 fields after mempool2, not 14"),
+            "{e}"
+        );
+        let e = err("e2e2,testpmd-vhost,burst512,ptr_ring,250,0,2,1.27,0.45,9");
+        assert!(e.contains("line 1: 9 fields after e2e2, not 7 or 8"), "{e}");
+        let e = err(&good.replace("owncache", "bigcache"));
+        assert!(
+            e.contains("line 1: unknown variant `bigcache`, expected one of `nocache`, "),
+            "{e}"
+        );
+        let e = err("mempool,bogus");
+        assert!(
+            e.contains("line 1: unknown record kind \"mempool\" (format 2 has mempool2, "),
+            "{e}"
         );
         assert!(matches!(
-            Record::parse("e2e2,testpmd,mbcache=0,ring_mp_mc,0,0,1,40.5"),
-            Some(Record::E2e { round: 1, handler_share, .. }) if handler_share == -1.0
+            Record::parse(&format!("{good}\n{good}")),
+            Err(Error::NotOneRecord { records: 2 })
         ));
-        assert!(matches!(
-            Record::parse("e2e2,testpmd-vhost,burst512,ptr_ring,250,0,2,1.27,0.4500"),
-            Some(Record::E2e { round: 2, handler_share, .. }) if handler_share == 0.45
-        ));
-        assert_eq!(
-            Record::parse("e2e2,testpmd-vhost,burst512,ptr_ring,250,0,2,1.27,0.45,9"),
-            None
-        );
-        let skip = skip_line(&key, "bucket", "refused the pool, rte_errno 22");
-        assert_eq!(
-            Record::parse(&skip),
-            Some(Record::Skipped {
-                key,
-                handler: "bucket".into(),
-                reason: "refused the pool; rte_errno 22".into(),
-            })
-        );
-        assert_eq!(Record::parse("# comment"), None);
-        assert_eq!(Record::parse("mempool,bogus"), None);
+    }
+
+    /// What CSV holds for `v`.
+    fn csv_text<T: Serialize>(v: T) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize((v,)).unwrap();
+        String::from_utf8(w.into_inner().unwrap())
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    #[test]
+    fn names_in_csv_are_the_command_line_names() {
+        for g in Group::ALL {
+            assert_eq!(csv_text(g), g.name());
+            assert_eq!(Group::parse(g.name()), Some(g));
+        }
+        for p in Pattern::ALL {
+            assert_eq!(csv_text(p), p.name());
+            assert_eq!(Pattern::parse(p.name()), Some(p));
+        }
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bench::matrix::{BASELINE, OURS};
-use bench::record::{E2eKey, MempoolKey, Record, Side};
+use bench::record::{self, E2eKey, MempoolKey, MempoolRound, Record, Side};
 use bench::stats::{by_mode, median, round_ratios, Paired};
 use bench::targets::{self, Target, Verdict};
 
@@ -68,24 +68,13 @@ fn read_lines(path: &Path) -> Vec<String> {
 }
 
 impl Data {
-    pub fn load(dir: &Path) -> Data {
+    /// The raw results under `dir`; a file that is not there is no data,
+    /// a malformed record an error naming its file and line.
+    pub fn load(dir: &Path) -> Result<Data, record::Error> {
         let mut d = Data::default();
-        for file in ["mempool.csv", "e2e.csv"] {
-            for line in read_lines(&dir.join(file)) {
-                d.add(Record::parse(&line));
-            }
-        }
-        for line in read_lines(&dir.join("autotest.csv")) {
-            // autotest2,<handler>,<cores>,<max_bulk>,<get>,<put>,<keep>,<constant_n>,<objects/s>
-            let f: Vec<&str> = line.split(',').collect();
-            let (h, nums, rate) = match f.as_slice() {
-                ["autotest2", h, c, m, g, p, k, n, rate] => (h, [*c, m, g, p, k, n], rate),
-                _ => continue,
-            };
-            let nums: Option<Vec<u32>> = nums.iter().map(|s| s.parse().ok()).collect();
-            if let (Some([c, m, g, p, k, n]), Ok(r)) = (nums.as_deref(), rate.parse::<f64>()) {
-                d.autotest
-                    .insert((h.to_string(), *c, *m, *g, *p, *k, *n), r);
+        for file in ["mempool.csv", "e2e.csv", "autotest.csv"] {
+            for r in records(&dir.join(file))? {
+                d.add(r);
             }
         }
         for line in read_lines(&dir.join("meta.env")) {
@@ -95,46 +84,53 @@ impl Data {
         }
         for (n, path) in rerun_files(dir) {
             let mut runs = MempoolRows::new();
-            for line in read_lines(&path) {
-                if let Some(r @ Record::Mempool { .. }) = Record::parse(&line) {
-                    add_mempool(&mut runs, r);
+            for r in records(&path)? {
+                if let Record::Mempool(m) = r {
+                    add_mempool(&mut runs, m);
                 }
             }
             d.reruns.insert(n, runs);
         }
         d.monitor = read_lines(&dir.join("monitor.log"));
         d.profiles = profiles(&dir.join("profile"));
-        d
+        Ok(d)
     }
 
-    pub fn add(&mut self, r: Option<Record>) {
+    pub fn add(&mut self, r: Record) {
         match r {
-            Some(r @ Record::Mempool { .. }) => add_mempool(&mut self.mempool, r),
-            Some(Record::Skipped {
-                key,
-                handler,
-                reason,
-            }) => {
-                self.skipped.entry(key).or_default().insert(handler, reason);
+            Record::Mempool(m) => add_mempool(&mut self.mempool, m),
+            Record::Skipped(s) => {
+                self.skipped
+                    .entry(s.key)
+                    .or_default()
+                    .insert(s.handler, s.reason);
             }
-            Some(Record::E2e {
-                key,
-                handler,
-                dpdk_cache,
-                handler_cache,
-                round,
-                rate,
-                handler_share,
-            }) => {
-                let h = self.e2e.entry(key).or_default().entry(handler).or_default();
-                h.dpdk_cache = dpdk_cache;
-                h.handler_cache = handler_cache;
-                h.rounds.push((round, rate));
-                if handler_share >= 0.0 {
-                    h.share.push(handler_share);
+            Record::E2e(e) => {
+                let h = self
+                    .e2e
+                    .entry(e.key)
+                    .or_default()
+                    .entry(e.handler)
+                    .or_default();
+                h.dpdk_cache = e.dpdk_cache;
+                h.handler_cache = e.handler_cache;
+                h.rounds.push((e.round, e.rate));
+                if e.handler_share >= 0.0 {
+                    h.share.push(e.handler_share);
                 }
             }
-            None => {}
+            Record::Autotest(a) => {
+                let key = (
+                    a.handler,
+                    a.cores,
+                    a.max_bulk,
+                    a.get_bulk,
+                    a.put_bulk,
+                    a.keep,
+                    a.constant_n,
+                );
+                self.autotest.insert(key, a.rate);
+            }
         }
     }
 
@@ -146,7 +142,7 @@ impl Data {
 /// A `mempool_bench` round of `handler` in `key`, no caches, for tests.
 #[cfg(test)]
 pub fn test_round(key: MempoolKey, handler: &str, round: u32, rate: f64) -> Record {
-    Record::Mempool {
+    Record::Mempool(MempoolRound {
         key,
         handler: handler.into(),
         side: Side {
@@ -158,30 +154,26 @@ pub fn test_round(key: MempoolKey, handler: &str, round: u32, rate: f64) -> Reco
         rate,
         on_cpu: 1.0,
         handler_share: -1.0,
+    })
+}
+
+/// One `mempool_bench` round into `rows`.
+fn add_mempool(rows: &mut MempoolRows, m: MempoolRound) {
+    let h = rows.entry(m.key).or_default().entry(m.handler).or_default();
+    h.side = Some(m.side);
+    h.rounds.push((m.round, m.rate));
+    h.on_cpu.push(m.on_cpu);
+    if m.handler_share >= 0.0 {
+        h.share.push(m.handler_share);
     }
 }
 
-/// One `mempool_bench` round into `rows` (other records are ignored).
-fn add_mempool(rows: &mut MempoolRows, r: Record) {
-    let Record::Mempool {
-        key,
-        handler,
-        side,
-        round,
-        rate,
-        on_cpu,
-        handler_share,
-        ..
-    } = r
-    else {
-        return;
-    };
-    let h = rows.entry(key).or_default().entry(handler).or_default();
-    h.side = Some(side);
-    h.rounds.push((round, rate));
-    h.on_cpu.push(on_cpu);
-    if handler_share >= 0.0 {
-        h.share.push(handler_share);
+/// The records of the file at `path`; none when there is no such file.
+fn records(path: &Path) -> Result<Vec<Record>, record::Error> {
+    if path.exists() {
+        record::read_file(path)
+    } else {
+        Ok(Vec::new())
     }
 }
 

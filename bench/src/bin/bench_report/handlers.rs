@@ -302,7 +302,7 @@ pub fn floor_skipped(d: &Data) -> Option<String> {
 mod tests {
     use super::*;
     use crate::data;
-    use bench::record::{Group, Pattern, Record};
+    use bench::record::{Group, Pattern, Record, Skipped};
 
     fn key(lcores: u32) -> MempoolKey {
         MempoolKey {
@@ -320,7 +320,7 @@ mod tests {
     fn add(d: &mut Data, k: MempoolKey, handler: &str, rate: f64, rounds: &[u32]) {
         for &round in rounds {
             let mode = if round % 2 == 0 { 1.0 } else { 0.5 };
-            d.add(Some(data::test_round(k, handler, round, rate * mode)));
+            d.add(data::test_round(k, handler, round, rate * mode));
         }
     }
 
@@ -343,7 +343,7 @@ mod tests {
         add(&mut d, k, "floor_lifo", 400e6, &all);
         // Rounds before a failed run do not rank it.
         add(&mut d, k, "bucket", 900e6, &[1]);
-        d.add(Some(Record::Skipped {
+        d.add(Record::Skipped(Skipped {
             key: k,
             handler: "bucket".into(),
             reason: "cannot set up a pool".into(),

@@ -4,9 +4,10 @@
 //! and chart going to `bench/results/dpdk-<release>/`. Run
 //! `bench_report --help`.
 //!
-//! Reads, under `--dir`: `mempool.csv` and `e2e.csv` (see `bench::record`,
-//! format 2), `autotest.csv` (DPDK's `mempool_perf_autotest`, parsed by
-//! `bench/run.sh` into `autotest2` lines), `meta.env`
+//! Reads, under `--dir`: `mempool.csv`, `mempool-run<N>.csv`, `e2e.csv`
+//! and `autotest.csv` (records of `bench::record`, format 2; the last
+//! holds DPDK's `mempool_perf_autotest`, parsed by `bench/run.sh` into
+//! `autotest2` lines), `meta.env`
 //! (`KEY=VALUE` lines about the machine and the run), `monitor.log` (other
 //! processes' CPU use sampled during the run) and `profile/*.txt`.
 
@@ -91,7 +92,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let d = Data::load(&a.dir);
+    let d = match Data::load(&a.dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("bench_report: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     if a.missed {
         for (k, m) in &d.mempool {
             if data::mempool_cmp(k, m).is_some_and(|c| c.verdict == Some(Verdict::Missed)) {

@@ -180,8 +180,8 @@ mod tests {
             let mut one = Data::default();
             for round in 1..=7 {
                 let noise = 1.0 + (round as f64 - 4.0) * 0.002;
-                one.add(Some(line(BASELINE, round, 10e6)));
-                one.add(Some(line(OURS, round, 10e6 * ratio * noise)));
+                one.add(line(BASELINE, round, 10e6));
+                one.add(line(OURS, round, 10e6 * ratio * noise));
             }
             if i == 0 {
                 d.mempool = one.mempool;

@@ -132,7 +132,7 @@ mod tests {
     fn data(lines: &[&str]) -> Data {
         let mut d = Data::default();
         for l in lines {
-            d.add(Record::parse(l));
+            d.add(Record::parse(l).unwrap());
         }
         d
     }

@@ -15,8 +15,8 @@
 //! `pool_config` (`struct ptr_ring_pool_config`). Run `mempool_bench --help`
 //! for the options.
 //!
-//! Output: one CSV line per handler per round (format 2, see
-//! `bench::record`), progress and a per-row summary on stderr. Rates are
+//! Output: one CSV record per handler per round (`mempool2`, format 2,
+//! see `bench::record`), progress and a per-row summary on stderr. Rates are
 //! wall-clock (TSC); each line also carries the smallest share of the run
 //! that a lane's thread was on its CPU, and for `ptr_ring` the share of the
 //! objects got that its own counters saw leave the handler (near 0: DPDK's
@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
 use bench::matrix::{self, BASELINE, OURS};
-use bench::record::{self, Group, MempoolKey, Pattern, Record};
+use bench::record::{Group, MempoolKey, MempoolRound, Pattern, Record, Skipped, Writer};
 use bench::stats::{round_ratios, Paired, Summary};
 use dpdk_sys as sys;
 
@@ -210,7 +210,9 @@ impl Bench {
 
     /// One run of `secs` seconds of `handler` in `key`.
     fn measure(&mut self, key: &MempoolKey, handler: &str, secs: f64) -> Result<Measured, String> {
-        let mp = self.pools.get(handler, matrix::side(key, handler))?;
+        // This run's own pool, freed when the run is over (see pools.rs).
+        let pool = self.pools.create(handler, matrix::side(key, handler))?;
+        let mp = pool.as_ptr();
         let job = Job {
             mp,
             ring: self.ring.as_ptr(),
@@ -478,7 +480,7 @@ fn run(
     if keys.iter().any(|k| k.lcores == 2) && !bench.has_worker() {
         return Err("two-lcore rows need a worker lcore: pass -l 0-1".into());
     }
-    let mut out = open_out(o.csv.as_deref())?;
+    let out = open_out(o.csv.as_deref())?;
     let fits = |k: &MempoolKey| -> Vec<&str> {
         o.handlers
             .iter()
@@ -513,21 +515,24 @@ fn run(
         total_runs as f64 * (o.secs + 0.01) + keys.len() as f64 * 2.5 * o.warmup,
         bench.tsc_hz / 1e9
     );
-    let w = |out: &mut Box<dyn Write>, s: String| writeln!(out, "{s}").map_err(|e| e.to_string());
-    w(&mut out, format!("# format={}", bench::record::FORMAT))?;
-    w(
-        &mut out,
-        format!(
-            "# mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
-             tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor} peers_per_round={}",
-            o.rounds, o.secs, o.warmup, bench.tsc_hz, o.peers_per_round
-        ),
-    )?;
+    let params = format!(
+        "mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
+         tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor} peers_per_round={}",
+        o.rounds, o.secs, o.warmup, bench.tsc_hz, o.peers_per_round
+    );
+    let mut out = Writer::new(out, &[&params]).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     for (i, key) in keys.iter().enumerate() {
-        let skip = |out: &mut Box<dyn Write>, h: &str, why: &str| {
+        let skip = |out: &mut Out, h: &str, why: &str| {
             eprintln!("mempool_bench: {key}: {h} left out: {why}");
-            w(out, record::skip_line(key, h, why))
+            emit(
+                out,
+                Record::Skipped(Skipped {
+                    key: *key,
+                    handler: h.to_string(),
+                    reason: why.to_string(),
+                }),
+            )
         };
         for (h, why) in missing {
             if matrix::handler_fits(h, key) {
@@ -535,14 +540,14 @@ fn run(
             }
         }
         // A peer whose run fails is left out of the rest of the row (the
-        // report leaves it out of the whole row), and its pool, which may
-        // have lost objects, is freed: a later row gets a fresh one.
+        // report leaves it out of the whole row); every run has a fresh
+        // pool, so a pool that lost objects is gone with its run.
         let mut failed: Vec<&str> = Vec::new();
         let mut hs = Vec::new();
         for h in fits(key) {
             // A pool the handler refuses (or that names other ops) leaves a
             // peer out of this row; ptr_ring and ring_mp_mc must run.
-            match bench.pools.get(h, matrix::side(key, h)) {
+            match bench.pools.create(h, matrix::side(key, h)) {
                 Ok(_) => hs.push(h),
                 Err(e) if is_peer(h) => skip(&mut out, h, &e)?,
                 Err(e) => return Err(e),
@@ -555,7 +560,6 @@ fn run(
                     Ok(_) => kept.push(h),
                     Err(e) if is_peer(h) => {
                         skip(&mut out, h, &format!("a run failed (warm-up): {e}"))?;
-                        bench.pools.discard(h, matrix::side(key, h));
                     }
                     Err(e) => return Err(e),
                 }
@@ -574,26 +578,24 @@ fn run(
                     Ok(m) => m,
                     Err(e) if is_peer(h) => {
                         skip(&mut out, h, &format!("a run failed in round {round}: {e}"))?;
-                        bench.pools.discard(h, matrix::side(key, h));
                         failed.push(h);
                         samples.remove(*h);
                         continue;
                     }
                     Err(e) => return Err(e),
                 };
-                let side = matrix::side(key, h);
-                w(
+                emit(
                     &mut out,
-                    Record::mempool_line(
-                        key,
-                        h,
-                        side,
+                    Record::Mempool(MempoolRound {
+                        key: *key,
+                        handler: h.to_string(),
+                        side: matrix::side(key, h),
                         round,
-                        pos as u32 + 1,
-                        m.rate,
-                        m.on_cpu,
-                        m.share,
-                    ),
+                        position: pos as u32 + 1,
+                        rate: m.rate,
+                        on_cpu: m.on_cpu,
+                        handler_share: m.share,
+                    }),
                 )?;
                 samples.entry(h).or_default().push((round, m.rate));
                 if m.share >= 0.0 {
@@ -613,6 +615,13 @@ fn run(
         );
     }
     Ok(())
+}
+
+/// Where the records go.
+type Out = Writer<Box<dyn Write>>;
+
+fn emit(out: &mut Out, r: Record) -> Result<(), String> {
+    out.write(&r).map_err(|e| e.to_string())
 }
 
 /// One stderr line per row: median and ratio (paired, with its interval).

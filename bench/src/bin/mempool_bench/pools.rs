@@ -1,7 +1,15 @@
-//! The benchmark's mbuf pools: one per (handler, caches), created the way a
-//! DPDK application sets per-pool handler options
-//! (`rte_mempool_create_empty` + `rte_mempool_set_ops_byname(mp, name,
-//! &cfg)`), and `ptr_ring`'s own counters read through the loaded plugin.
+//! The benchmark's mbuf pools, created the way a DPDK application sets
+//! per-pool handler options (`rte_mempool_create_empty` +
+//! `rte_mempool_set_ops_byname(mp, name, &cfg)`), and `ptr_ring`'s own
+//! counters read through the loaded plugin.
+//!
+//! Every timed run gets a pool of its own, created just before it and freed
+//! just after it, so that one pool at a time exists: DPDK's heap hands each
+//! run's pool the same memory (the pool header with DPDK's per-lcore caches
+//! first), whichever handler it serves. Pools that live side by side lie at
+//! different places, and with DPDK's cache serving every get and put (the
+//! `control` rows: the same code on both sides) the place alone put a ratio
+//! at 0.94x in one run (`bench/NOTES.md`).
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr, CString};
@@ -42,57 +50,65 @@ struct PtrRingStats {
 
 type StatsFn = unsafe extern "C" fn(*const sys::rte_mempool, *mut PtrRingStats) -> c_int;
 
-/// The pools, created on first use and freed on drop.
+/// Creates the pools, and remembers which (handler, caches) cannot have one.
 pub struct Pools {
     size: u32,
-    pools: HashMap<(String, Side), NonNull<sys::rte_mempool>>,
     /// Pools that could not be set up, and why (not tried again).
     refused: HashMap<(String, Side), String>,
     stats: Option<StatsFn>,
 }
 
+/// One pool, freed on drop.
+pub struct Pool {
+    mp: NonNull<sys::rte_mempool>,
+}
+
+impl Pool {
+    pub fn as_ptr(&self) -> *mut sys::rte_mempool {
+        self.mp.as_ptr()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let mp = self.mp.as_ptr();
+        // SAFETY: our pool; no thread uses it any more (the run is over), so
+        // every lcore's DPDK cache may be flushed from here; what a failed
+        // run lost is referenced by nobody.
+        unsafe {
+            for lcore in 0..sys::RTE_MAX_LCORE {
+                let cache = sys::rte_mempool_default_cache(mp, lcore);
+                if !cache.is_null() {
+                    sys::rte_mempool_cache_flush(cache, mp);
+                }
+            }
+            sys::rte_mempool_free(mp);
+        }
+    }
+}
+
 impl Pools {
-    /// No pools yet; `plugin` is the `-d` path of the `ptr_ring` handler
-    /// (its `ptr_ring_stats` export measures how often the handler is called).
+    /// `plugin` is the `-d` path of the `ptr_ring` handler (its
+    /// `ptr_ring_stats` export measures how often the handler is called).
     pub fn new(size: u32, plugin: Option<&str>) -> Pools {
         Pools {
             size,
-            pools: HashMap::new(),
             refused: HashMap::new(),
             stats: plugin.and_then(stats_fn),
         }
     }
 
-    /// The pool of `handler` with the caches of `side`.
-    pub fn get(&mut self, handler: &str, side: Side) -> Result<*mut sys::rte_mempool, String> {
+    /// A new pool of `handler` with the caches of `side`.
+    pub fn create(&mut self, handler: &str, side: Side) -> Result<Pool, String> {
         let key = (handler.to_string(), side);
-        if let Some(mp) = self.pools.get(&key) {
-            return Ok(mp.as_ptr());
-        }
         if let Some(why) = self.refused.get(&key) {
             return Err(why.clone());
         }
-        match create(handler, side, self.size) {
-            Ok(mp) => {
-                self.pools.insert(key, mp);
-                Ok(mp.as_ptr())
-            }
-            Err(e) => {
+        create(handler, side, self.size)
+            .map(|mp| Pool { mp })
+            .inspect_err(|e| {
                 self.refused.insert(key, e.clone());
-                Err(e)
-            }
-        }
-    }
-
-    /// Frees the pool of `handler` with the caches of `side` after a failed
-    /// run (it may have lost objects): the next row that asks for it gets a
-    /// fresh one.
-    pub fn discard(&mut self, handler: &str, side: Side) {
-        if let Some(mp) = self.pools.remove(&(handler.to_string(), side)) {
-            // SAFETY: our pool; no thread uses it any more (the run is over),
-            // and what it lost is referenced by nobody.
-            unsafe { sys::rte_mempool_free(mp.as_ptr()) };
-        }
+            })
     }
 
     /// Objects `ptr_ring` has handed out from `mp` so far (its `hold`
@@ -104,15 +120,6 @@ impl Pools {
         // SAFETY: `mp` is a live pool; `s` matches the C struct; the function
         // returns -EINVAL for pools of other handlers and writes nothing then.
         (unsafe { f(mp, &mut s) } == 0).then_some(s.hold)
-    }
-}
-
-impl Drop for Pools {
-    fn drop(&mut self) {
-        for mp in self.pools.values() {
-            // SAFETY: our pools; every object is back (checked after each run).
-            unsafe { sys::rte_mempool_free(mp.as_ptr()) };
-        }
     }
 }
 
@@ -252,6 +259,8 @@ fn create(handler: &str, side: Side, n: u32) -> Result<NonNull<sys::rte_mempool>
     }
     let used = ops_name(mp.as_ptr());
     if used != handler {
+        // SAFETY: our pool, nothing handed out.
+        unsafe { sys::rte_mempool_free(mp.as_ptr()) };
         return Err(format!("pool {name:?} uses ops {used:?}, not {handler:?}"));
     }
     Ok(mp)
