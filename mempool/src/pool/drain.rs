@@ -2,7 +2,7 @@
 //! release (the state machine itself is [`crate::shutdown`]).
 
 use super::PoolCore;
-use crate::dma::{DeviceId, DmaMapper};
+use crate::dma_table::{DeviceId, DmaMapper};
 use crate::error::PoolError;
 use crate::state::{PollOutcome, PoolState};
 

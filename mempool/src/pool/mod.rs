@@ -49,7 +49,7 @@
 //! * `chunks.rs`: chunk registration, IOVA look-ups and DMA mapping;
 //! * `drain.rs`: the shutdown driver ([`PoolCore::begin_drain`],
 //!   [`PoolCore::poll`] and the others);
-//! * `heap.rs`: [`HeapPool`], a pool on the Rust heap;
+//! * `heap_pool.rs`: [`HeapPool`], a pool on the Rust heap;
 //! * `identity.rs`: [`BuildId`], the build a pool was made by.
 
 mod accounting;
@@ -57,12 +57,12 @@ mod block;
 mod chunks;
 mod drain;
 mod get;
-mod heap;
+mod heap_pool;
 mod identity;
 mod put;
 
 pub use accounting::PoolStats;
-pub use heap::HeapPool;
+pub use heap_pool::HeapPool;
 pub use identity::BuildId;
 
 use core::cell::UnsafeCell;
@@ -71,7 +71,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::chunk_table::ChunkTable;
 use crate::config::PoolLayout;
-use crate::dma::DmaTable;
+use crate::dma_table::DmaTable;
 use crate::inflight::SharedCounters;
 use crate::state::Shutdown;
 use crate::sync::AtomicU64;

@@ -5,7 +5,7 @@ use core::ptr::NonNull;
 
 use super::PoolCore;
 use crate::config::PoolConfig;
-use crate::dma::{DeviceId, DmaMapper};
+use crate::dma_table::{DeviceId, DmaMapper};
 use crate::error::PoolError;
 use crate::heap_block::HeapBlock;
 use crate::state::PollOutcome;
