@@ -51,7 +51,7 @@ pub enum PoolError {
         /// Address of the first rejected object.
         first: VirtAddr,
     },
-    /// A get in a state where the pool hands out nothing (draining, orphaned,
+    /// A get in a state where the pool hands out nothing (draining,
     /// released).
     #[error("pool is {state}: no objects are handed out")]
     NotActive {

@@ -67,7 +67,7 @@ pub enum LockKind {
     RingConsumer,
     /// The chunk (IOVA) table's lock.
     ChunkTable,
-    /// The shutdown's driver token (drain, orphan, poll).
+    /// The shutdown's driver token (drain, poll).
     ShutdownDriver,
     /// A lock the report names only by address.
     Other,

@@ -50,7 +50,9 @@
 //! * `drain.rs`: the shutdown driver ([`PoolCore::begin_drain`],
 //!   [`PoolCore::poll`] and the others);
 //! * `heap_pool.rs`: [`HeapPool`], a pool on the Rust heap;
-//! * `identity.rs`: [`BuildId`], the build a pool was made by.
+//! * `identity.rs`: [`BuildId`], the build a pool was made by;
+//! * `test_hooks.rs` (feature `test-hooks`): entry points for the tests
+//!   of the crates above, never in a shipped build.
 
 mod accounting;
 mod block;
@@ -60,6 +62,8 @@ mod get;
 mod heap_pool;
 mod identity;
 mod put;
+#[cfg(any(test, feature = "test-hooks"))]
+mod test_hooks;
 
 pub use accounting::PoolStats;
 pub use heap_pool::HeapPool;
