@@ -52,11 +52,6 @@ impl PoolState {
         }
     }
 
-    /// Draining: waiting for inflight objects.
-    pub fn is_closing(self) -> bool {
-        self == PoolState::Draining
-    }
-
     /// Whether a pool in this state hands objects out: only while active
     /// (page_pool's rule: gets stop first).
     #[inline(always)]
@@ -304,7 +299,7 @@ impl Shutdown {
             }
             // Before the state leaves `Active`: the bound is never more
             // permissive than the state. A close that loses the CAS below
-            // loses it to another close, so the pool is closing either way.
+            // loses it to another close, so the pool is draining either way.
             // Release pairs with the Acquire load in `direct_bound`.
             self.direct_bounds[GET_BOUND].store(0, Ordering::Release);
             // Relaxed: published by the Release half of the CAS below.
@@ -328,14 +323,14 @@ impl Shutdown {
         }
     }
 
-    /// Moves a closing pool to `Released`. `true` for exactly one caller.
+    /// Moves a draining pool to `Released`. `true` for exactly one caller.
     pub(crate) fn try_release(&self) -> bool {
         loop {
             let cur = self.state();
-            if !cur.is_closing() {
+            if cur != PoolState::Draining {
                 return false;
             }
-            // Before the state becomes `Released`, as in `close`: a closing
+            // Before the state becomes `Released`, as in `close`: a draining
             // pool never reopens, so if the CAS below fails the next try
             // (or another caller's) releases it. Release pairs with the
             // Acquire load in `direct_bound`.
@@ -361,7 +356,7 @@ impl Shutdown {
 
     /// Nanoseconds since draining began.
     pub(crate) fn waited(&self, now: u64) -> u64 {
-        // Relaxed: made visible by the Acquire load of the closing state.
+        // Relaxed: made visible by the Acquire load of the draining state.
         now.saturating_sub(self.drain_start.load(Ordering::Relaxed))
     }
 
