@@ -25,7 +25,7 @@ const OPAQUE_TYPES: &[&str] = &[
 /// variable, so they are read through `csrc/shim.c` instead.
 const BLOCKED_ITEMS: &[&str] = &["per_lcore_.*"];
 
-/// The string macros of the DPDK headers that [`crate::release`] reads, as
+/// The string macros of the DPDK headers that [`crate::dpdk_release`] reads, as
 /// bindgen saw them.
 #[derive(Debug, Default)]
 pub struct Seen {

@@ -11,8 +11,8 @@
 
 mod bindings;
 mod compile;
+mod dpdk_release;
 mod find;
-mod release;
 
 use std::env;
 use std::path::PathBuf;
@@ -26,7 +26,7 @@ fn main() {
     find::libclang().unwrap_or_else(|msg| fail(&msg));
 
     let seen = bindings::generate(&dpdk, &csrc, &out_dir).unwrap_or_else(|msg| fail(&msg));
-    let release = release::of(&dpdk, &seen).unwrap_or_else(|msg| fail(&msg));
+    let release = dpdk_release::of(&dpdk, &seen).unwrap_or_else(|msg| fail(&msg));
     compile::c_sources(&dpdk, &csrc, &out_dir);
     dpdk.emit_link();
     dpdk.emit_metadata();

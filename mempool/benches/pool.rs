@@ -13,12 +13,14 @@
 //!     lcore 0 allocates (its cache refills from the ring in bursts), lcore 1
 //!     frees (its cache flushes to the ring in bulk): every object crosses
 //!     the ring, as when RX and TX-completion run on different cores;
-//!   - `lcore_get_any_put`: one thread; the get is served by lcore 0's cache,
-//!     refilled from the ring in bursts, the put goes straight into the ring
-//!     on the non-EAL path (`LCORE_ID_ANY`), like the kernel's bench
-//!     (alloc from the cache, recycle into the ptr_ring);
-//!   - `any_get_any_put`: one thread, ring both ways; `_32`: in bulks of
-//!     32 (per object), which amortises the shared counters' atomic RMW;
+//!   - `lcore_get_shared_put`: one thread; the get is served by lcore 0's
+//!     cache, refilled from the ring in bursts, the put goes straight into
+//!     the ring on the shared path (a caller without a slot, `LCORE_ID_ANY`
+//!     as on a non-EAL thread), like the kernel's bench (alloc from the
+//!     cache, recycle into the ptr_ring);
+//!   - `shared_get_shared_put`: one thread, the shared path both ways;
+//!     `_32`: in bulks of 32 (per object), which amortises the shared
+//!     counters' atomic RMW;
 //!   - `cross_thread`: lcore 0 gets on one thread, hands objects over through
 //!     a ring, lcore 1 puts them on another thread (its cache flushes to the
 //!     pool ring), per object, handover included.
@@ -101,7 +103,8 @@ fn enqueue(pool: &PoolCore, lcore: u32, objs: &[*mut c_void]) -> i32 {
     }
 }
 
-/// Lcore ids the compiler cannot see through.
+/// Lcore ids the compiler cannot see through: lcore 0, lcore 1 and an id
+/// without a slot (`LCORE_ID_ANY`, the shared path).
 fn ids() -> (u32, u32, u32) {
     (black_box(0), black_box(1), black_box(u32::MAX))
 }
@@ -136,28 +139,28 @@ fn lcore0_get_lcore1_put(pool: &PoolCore, l0: u32, l1: u32) {
     assert_eq!(enqueue(pool, l1, &o), 0);
 }
 
-/// Lcore 0 allocates, a non-EAL caller frees straight into the ring.
+/// Lcore 0 allocates, a caller without a slot frees straight into the ring.
 #[inline(always)]
-fn lcore_get_any_put(pool: &PoolCore, l0: u32, any: u32) {
+fn lcore_get_shared_put(pool: &PoolCore, l0: u32, no_slot: u32) {
     let mut o = [null_mut()];
     assert_eq!(dequeue(pool, l0, &mut o), 0);
-    assert_eq!(enqueue(pool, any, &o), 0);
+    assert_eq!(enqueue(pool, no_slot, &o), 0);
 }
 
-/// Non-EAL both ways: the ring and the shared counters, per object.
+/// The shared path both ways: the ring and the shared counters, per object.
 #[inline(always)]
-fn any_get_any_put(pool: &PoolCore, any: u32) {
+fn shared_get_shared_put(pool: &PoolCore, no_slot: u32) {
     let mut o = [null_mut()];
-    assert_eq!(dequeue(pool, any, &mut o), 0);
-    assert_eq!(enqueue(pool, any, &o), 0);
+    assert_eq!(dequeue(pool, no_slot, &mut o), 0);
+    assert_eq!(enqueue(pool, no_slot, &o), 0);
 }
 
-/// Non-EAL both ways in bulks of 32.
+/// The shared path both ways in bulks of 32.
 #[inline(always)]
-fn any_get_any_put_32(pool: &PoolCore, any: u32) {
+fn shared_get_shared_put_32(pool: &PoolCore, no_slot: u32) {
     let mut o = [null_mut(); 32];
-    assert_eq!(dequeue(pool, any, &mut o), 0);
-    assert_eq!(enqueue(pool, any, &o), 0);
+    assert_eq!(dequeue(pool, no_slot, &mut o), 0);
+    assert_eq!(enqueue(pool, no_slot, &o), 0);
 }
 
 /// `iters` objects got one at a time by lcore 0 on this thread and put one
@@ -218,7 +221,7 @@ fn cross_thread(pool: &Arc<HeapPool>, iters: u64) -> Duration {
 }
 
 fn benches(c: &mut Criterion) {
-    let (l0, l1, any) = ids();
+    let (l0, l1, no_slot) = ids();
     let p = pool(false);
     let mut g = c.benchmark_group("fast_path");
     g.throughput(Throughput::Elements(1));
@@ -239,15 +242,15 @@ fn benches(c: &mut Criterion) {
     g.bench_function(format!("lcore0_get_lcore1_put/{ACCOUNTING}"), |b| {
         b.iter(|| lcore0_get_lcore1_put(&p, l0, l1))
     });
-    g.bench_function(format!("lcore_get_any_put/{ACCOUNTING}"), |b| {
-        b.iter(|| lcore_get_any_put(&p, l0, any))
+    g.bench_function(format!("lcore_get_shared_put/{ACCOUNTING}"), |b| {
+        b.iter(|| lcore_get_shared_put(&p, l0, no_slot))
     });
-    g.bench_function(format!("any_get_any_put/{ACCOUNTING}"), |b| {
-        b.iter(|| any_get_any_put(&p, any))
+    g.bench_function(format!("shared_get_shared_put/{ACCOUNTING}"), |b| {
+        b.iter(|| shared_get_shared_put(&p, no_slot))
     });
     g.throughput(Throughput::Elements(32));
-    g.bench_function(format!("any_get_any_put_32/{ACCOUNTING}"), |b| {
-        b.iter(|| any_get_any_put_32(&p, any))
+    g.bench_function(format!("shared_get_shared_put_32/{ACCOUNTING}"), |b| {
+        b.iter(|| shared_get_shared_put_32(&p, no_slot))
     });
     g.throughput(Throughput::Elements(1));
     if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
@@ -305,7 +308,7 @@ fn tsc_report() {
     let p = pool(false);
     let pv = pool(true);
     const N: u64 = 20_000_000;
-    let (l0, l1, any) = ids();
+    let (l0, l1, no_slot) = ids();
     for (name, per, (ns, cy)) in [
         (
             "fast_path/get_put_1",
@@ -328,22 +331,22 @@ fn tsc_report() {
             measure(N, || lcore0_get_lcore1_put(&p, l0, l1)),
         ),
         (
-            "ring_path/lcore_get_any_put",
+            "ring_path/lcore_get_shared_put",
             "object",
-            measure(N, || lcore_get_any_put(&p, l0, any)),
+            measure(N, || lcore_get_shared_put(&p, l0, no_slot)),
         ),
         (
-            "ring_path/any_get_any_put",
+            "ring_path/shared_get_shared_put",
             "object",
-            measure(N, || any_get_any_put(&p, any)),
+            measure(N, || shared_get_shared_put(&p, no_slot)),
         ),
     ] {
         println!("  {name:32} {ns:7.2} ns {cy:7.1} cycles per {per}");
     }
-    let (ns, cy) = measure(N / 32, || any_get_any_put_32(&p, any));
+    let (ns, cy) = measure(N / 32, || shared_get_shared_put_32(&p, no_slot));
     println!(
         "  {:32} {:7.2} ns {:7.1} cycles per object (bulks of 32)",
-        "ring_path/any_get_any_put_32",
+        "ring_path/shared_get_shared_put_32",
         ns / 32.0,
         cy / 32.0
     );

@@ -23,5 +23,5 @@ export MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}"
 t0=$(date +%s)
 $CARGO +nightly miri test -p mempool --test miri_core
 $CARGO +nightly miri test -p mempool --test ptr_ring -- len_is_a_snapshot
-$CARGO +nightly miri test -p mempool --test shutdown -- late_returns_race_a_freeing_poller
+$CARGO +nightly miri test -p mempool --test state -- late_returns_race_a_freeing_poller
 echo "miri: core subset clean in $(( $(date +%s) - t0 )) s"

@@ -2,7 +2,7 @@
 //! failed. The core has no errno: `pmd-glue` maps these errors to the
 //! negative errno DPDK expects (`pmd_glue::error::pool_errno`).
 
-use crate::dma::DeviceId;
+use crate::dma_table::DeviceId;
 use crate::iova::{ChunkId, VirtAddr, VirtRange};
 use crate::pool::BuildId;
 use crate::ptr_ring::RingError;
@@ -51,7 +51,7 @@ pub enum PoolError {
         /// Address of the first rejected object.
         first: VirtAddr,
     },
-    /// A get in a state where the pool hands out nothing (draining, orphaned,
+    /// A get in a state where the pool hands out nothing (draining,
     /// released).
     #[error("pool is {state}: no objects are handed out")]
     NotActive {

@@ -22,7 +22,7 @@
 
 use crate::chunk_table;
 use crate::config::{PoolConfig, PoolLayout, MAX_CHUNKS, MAX_DEVICES, MAX_LCORES};
-use crate::dma;
+use crate::dma_table;
 use crate::error::PoolError;
 use crate::lcore_cache;
 use crate::pool::{HEADER_ALIGN, RING_OFFSET};
@@ -75,9 +75,9 @@ impl PoolConfig {
         let order_offset =
             (chunks_offset + chunk_table::entries_bytes(self.max_chunks)).next_multiple_of(8);
         let devices_offset = (order_offset + chunk_table::order_bytes(self.max_chunks))
-            .next_multiple_of(dma::SLOT_ALIGN);
+            .next_multiple_of(dma_table::SLOT_ALIGN);
         let bitmap_offset =
-            (devices_offset + dma::slots_bytes(self.max_devices)).next_multiple_of(8);
+            (devices_offset + dma_table::slots_bytes(self.max_devices)).next_multiple_of(8);
         let bitmap_words = validation::bitmap_words(self.objects, self.validate);
         let align = HEADER_ALIGN.max(ring.align()).max(lcore_cache::CACHE_ALIGN);
         let bytes = (bitmap_offset + bitmap_words * 8).next_multiple_of(align);

@@ -20,7 +20,7 @@
 //! * [`inflight`]: hold/release accounting.
 //! * [`iova`]: address newtypes and the chunks a pool is populated from;
 //!   `chunk_table`: the shared IOVA table that records them.
-//! * [`dma`]: once-per-device DMA mapping bookkeeping.
+//! * [`dma_table`]: once-per-device DMA mapping bookkeeping.
 //! * [`state`]: the shutdown state machine, Active → Draining → Released.
 //! * [`validation`]: the optional foreign-pointer / double-free checks.
 //! * [`owner`]: owner ids of the shared locks and the liveness check that
@@ -33,7 +33,7 @@ pub(crate) mod chunk_table;
 pub mod config;
 #[cfg(any(loom, feature = "crash-points"))]
 pub mod crash;
-pub mod dma;
+pub mod dma_table;
 pub mod error;
 pub(crate) mod heap_block;
 pub mod inflight;
@@ -48,7 +48,7 @@ pub(crate) mod sync;
 pub mod validation;
 
 pub use config::{PoolConfig, PoolLayout};
-pub use dma::{DeviceId, DeviceState, DeviceStats, DmaMapper, NoDma};
+pub use dma_table::{DeviceId, DeviceState, DeviceStats, DmaMapper, NoDma};
 pub use error::PoolError;
 pub use inflight::{HoldRelease, InflightSnapshot, ACCOUNTING};
 pub use iova::{

@@ -69,7 +69,7 @@ pub enum LockKind {
     RingConsumer,
     /// The chunk (IOVA) table's lock.
     ChunkTable,
-    /// The shutdown's driver token (drain, orphan, poll).
+    /// The shutdown's driver token (drain, poll).
     ShutdownDriver,
     /// A lock outside the pool, taken through [`SharedLock`]: the name its
     /// user gave it.

@@ -2,17 +2,12 @@
 //!
 //! ```text
 //!   Active ──begin_drain──▶ Draining ──poll: inflight == 0──▶ Released
-//!     │                        │                                 ▲
-//!     └──────orphan────────▶ Orphaned ──poll: inflight == 0──────┘
 //! ```
 //!
 //! * **Draining**: the caches are closed (every put goes to the ring) and
 //!   flushed; gets are refused on every path that can see the state; returns
 //!   are accepted, late returns being normal. The pool is released only when
 //!   inflight reaches zero, by exactly one `poll` (a state CAS).
-//! * **Orphaned**: draining after the device went away: its DMA mappings
-//!   were unmapped once, and nothing afterwards (late returns, the final
-//!   release) touches that device again.
 //! * **Released**: terminal. The caller that got [`PollOutcome::Released`]
 //!   frees the memory. A put that still reaches the pool is a caller bug: it
 //!   is refused and counted (`AfterRelease`) as long as the memory exists.
@@ -40,8 +35,8 @@ pub enum PoolState {
     Active = 0,
     /// Shutting down, waiting for inflight objects.
     Draining = 1,
-    /// Shutting down after its device vanished; DMA already unmapped.
-    Orphaned = 2,
+    // 2 is not a state: the C API's `PTR_RING_STATE_*` values keep it
+    // reserved, so `Released` stays 3.
     /// Released; terminal.
     Released = 3,
 }
@@ -51,14 +46,10 @@ impl PoolState {
         match v {
             0 => PoolState::Active,
             1 => PoolState::Draining,
-            2 => PoolState::Orphaned,
+            // 3, and any word that is no state (2 included): refuses every
+            // get and put.
             _ => PoolState::Released,
         }
-    }
-
-    /// Draining or orphaned: waiting for inflight objects.
-    pub fn is_closing(self) -> bool {
-        matches!(self, PoolState::Draining | PoolState::Orphaned)
     }
 
     /// Whether a pool in this state hands objects out: only while active
@@ -81,7 +72,6 @@ impl fmt::Display for PoolState {
         f.write_str(match self {
             PoolState::Active => "active",
             PoolState::Draining => "draining",
-            PoolState::Orphaned => "orphaned",
             PoolState::Released => "released",
         })
     }
@@ -118,8 +108,8 @@ pub enum PollOutcome {
     },
     /// An earlier call (maybe in another process) released the pool.
     AlreadyReleased,
-    /// Another driver call (`begin_drain`, `drain_quiescent`, `orphan`,
-    /// `poll`) is in progress, maybe in another process: this one did
+    /// Another driver call (`begin_drain`, `drain_quiescent`, `poll`) is
+    /// in progress, maybe in another process: this one did
     /// nothing. Shutdown has one driver at a time; poll again later.
     Busy,
     /// The pool is active: nothing to poll.
@@ -292,43 +282,37 @@ impl Shutdown {
         PoolState::from_raw(self.state.load(Ordering::Acquire))
     }
 
-    /// Moves to `to` (`Draining` or `Orphaned`). From `Active` it starts the
-    /// clock; `Draining -> Orphaned` is allowed; `Orphaned -> Draining` keeps
-    /// `Orphaned`. Returns the state it left.
-    pub(crate) fn close(&self, to: PoolState, now: u64) -> Result<PoolState, PoolError> {
-        debug_assert!(to.is_closing());
-        let op = if to == PoolState::Orphaned {
-            "orphan"
-        } else {
-            "drain"
-        };
+    /// Moves to `Draining`; from `Active` it starts the clock. Returns the
+    /// state it left.
+    pub(crate) fn close(&self, now: u64) -> Result<PoolState, PoolError> {
         loop {
             let cur = self.state();
-            let target = match cur {
-                PoolState::Released => return Err(PoolError::WrongState { op, state: cur }),
-                PoolState::Orphaned => return Ok(cur),
-                PoolState::Draining if to == PoolState::Draining => return Ok(cur),
-                _ => to,
-            };
-            if cur == PoolState::Active {
-                // Before the state leaves `Active`: the bound is never more
-                // permissive than the state. A close that loses the CAS
-                // below loses it to another close, so the pool is closing
-                // either way. Release pairs with the Acquire load in
-                // `direct_bound`.
-                self.direct_bounds[GET_BOUND].store(0, Ordering::Release);
-                // Relaxed: published by the Release half of the CAS below.
-                self.drain_start.store(now, Ordering::Relaxed);
-                self.next_warn
-                    .store(now.saturating_add(self.warn_period), Ordering::Relaxed);
+            match cur {
+                PoolState::Released => {
+                    return Err(PoolError::WrongState {
+                        op: "drain",
+                        state: cur,
+                    })
+                }
+                PoolState::Draining => return Ok(cur),
+                PoolState::Active => {}
             }
+            // Before the state leaves `Active`: the bound is never more
+            // permissive than the state. A close that loses the CAS below
+            // loses it to another close, so the pool is draining either way.
+            // Release pairs with the Acquire load in `direct_bound`.
+            self.direct_bounds[GET_BOUND].store(0, Ordering::Release);
+            // Relaxed: published by the Release half of the CAS below.
+            self.drain_start.store(now, Ordering::Relaxed);
+            self.next_warn
+                .store(now.saturating_add(self.warn_period), Ordering::Relaxed);
             // AcqRel pairs with the Acquire load in `state`: whoever sees the
             // new state sees the clock above.
             if self
                 .state
                 .compare_exchange(
                     cur as u32,
-                    target as u32,
+                    PoolState::Draining as u32,
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 )
@@ -339,14 +323,14 @@ impl Shutdown {
         }
     }
 
-    /// Moves a closing pool to `Released`. `true` for exactly one caller.
+    /// Moves a draining pool to `Released`. `true` for exactly one caller.
     pub(crate) fn try_release(&self) -> bool {
         loop {
             let cur = self.state();
-            if !cur.is_closing() {
+            if cur != PoolState::Draining {
                 return false;
             }
-            // Before the state becomes `Released`, as in `close`: a closing
+            // Before the state becomes `Released`, as in `close`: a draining
             // pool never reopens, so if the CAS below fails the next try
             // (or another caller's) releases it. Release pairs with the
             // Acquire load in `direct_bound`.
@@ -372,7 +356,7 @@ impl Shutdown {
 
     /// Nanoseconds since draining began.
     pub(crate) fn waited(&self, now: u64) -> u64 {
-        // Relaxed: made visible by the Acquire load of the closing state.
+        // Relaxed: made visible by the Acquire load of the draining state.
         now.saturating_sub(self.drain_start.load(Ordering::Relaxed))
     }
 

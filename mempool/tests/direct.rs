@@ -220,7 +220,7 @@ fn cache_on_fast_path_is_unchanged() {
 
 #[test]
 fn cache_on_bulk_fast_path_takes_any_size_that_fits() {
-    // Populated through the ring (no lcore id): every cache starts empty.
+    // Populated through the ring (by a caller without a slot): every cache starts empty.
     let pool = populated_pool(cfg(32), u32::MAX);
     let mut big = [null_mut(); 20];
     // SAFETY: one thread. Lcore 1's cache is empty: the bulk fast path

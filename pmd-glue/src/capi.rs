@@ -41,8 +41,8 @@ pub struct PtrRingStats {
     /// 1 when validation mode is on.
     pub validation: u32,
     /// [`mempool::PoolState`] as `PTR_RING_STATE_*` of the C header (see
-    /// [`STATE_VALUES`]): 0 active, 1 draining, 3 released. 2 is reserved:
-    /// the glue never enters the core's `Orphaned`.
+    /// [`STATE_VALUES`]): 0 active, 1 draining, 3 released. 2 is reserved
+    /// (no state has it).
     pub state: u32,
 }
 

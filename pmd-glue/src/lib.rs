@@ -28,10 +28,10 @@ pub mod capi;
 pub(crate) mod cname;
 pub mod error;
 pub(crate) mod ffi;
+pub(crate) mod lock_owner;
 pub mod log;
 pub mod ops;
 pub mod ops_sync;
-pub(crate) mod owner;
 pub mod pool_config;
 pub mod port;
 pub mod settings;
@@ -122,7 +122,7 @@ fn version_mismatch(running: &str) -> Option<String> {
 pub(crate) fn register_ops() -> bool {
     // The owner id every lock of a shared pool holds (once EAL made its
     // runtime directory: at the bus scan at the latest).
-    owner::install();
+    lock_owner::install();
     let s = settings::get();
     match ops::register() {
         Ok(ops::Registration::Added(idx)) => {

@@ -309,52 +309,28 @@ fn populate_again_after_a_failed_populate() {
     eprintln!("test: a pool whose populate failed populates again and shuts down at once");
 }
 
-/// A mapper whose unmap parks until told to go on: a driver call that
-/// reaches it holds the core's driver token meanwhile.
-struct Parking {
-    entered: mpsc::Sender<()>,
-    go: mpsc::Receiver<()>,
-}
-
-impl mempool::DmaMapper for Parking {
-    fn map(&mut self, _: mempool::DeviceId, _: &mempool::ChunkInfo) -> Result<(), i32> {
-        Ok(())
-    }
-    fn unmap(&mut self, _: mempool::DeviceId, _: &mempool::ChunkInfo) -> Result<(), i32> {
-        let _ = self.entered.send(());
-        let _ = self.go.recv();
-        Ok(())
-    }
-}
-
 #[test]
 fn shutdown_bounded_while_busy() {
     let _turn = setup();
     let name = "rel_busy";
     let pool = MbufPool::create(name, 256, 0, DATA_ROOM, -1).expect("pool");
     let mp = pool.as_ptr() as usize;
-    let dev = mempool::DeviceId(7);
     let (entered_tx, entered) = mpsc::channel();
-    let (go, go_rx) = mpsc::channel();
-    let mut parking = Parking {
-        entered: entered_tx,
-        go: go_rx,
-    };
-    // SAFETY: a live pool of ours.
-    let z =
-        unsafe { rte_mempool_ptr_ring::zone::attach(mp as *mut sys::rte_mempool) }.expect("ours");
-    assert_eq!(z.core.dma_attach(dev, &mut parking).expect("attach"), 1);
-    // Another driver call (an orphan, which unmaps first) parks in the
-    // mapper, holding the driver token.
-    let orphan = std::thread::spawn(move || {
+    let (go, go_rx) = mpsc::channel::<()>();
+    // Another driver call (another thread's) holds the core's driver token
+    // until told to go on.
+    let driver = std::thread::spawn(move || {
         // SAFETY: the pool stays alive until this thread is joined.
         let z = unsafe { rte_mempool_ptr_ring::zone::attach(mp as *mut sys::rte_mempool) }
             .expect("ours");
-        z.core.orphan(dev, 0, &mut parking).map(|_| ())
+        z.core.with_driver_token(|| {
+            let _ = entered_tx.send(());
+            let _ = go_rx.recv();
+        })
     });
     entered
         .recv_timeout(Duration::from_secs(5))
-        .expect("orphan parked");
+        .expect("driver token held");
     // The shutdown gives up after its wait instead of spinning for ever.
     let (tx, rx) = mpsc::channel();
     let shut = std::thread::spawn(move || {
@@ -365,8 +341,11 @@ fn shutdown_bounded_while_busy() {
         let _ = tx.send(r.map_err(|e| e.errno()));
     });
     let r = rx.recv_timeout(Duration::from_secs(3));
-    go.send(()).expect("let the orphan go");
-    orphan.join().expect("orphan thread").expect("orphan");
+    go.send(()).expect("let the driver go");
+    driver
+        .join()
+        .expect("driver thread")
+        .expect("the token was free");
     shut.join().expect("shutdown thread");
     assert_eq!(
         r.expect("shutdown_ports returned within 3 s while the pool was busy"),

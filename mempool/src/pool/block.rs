@@ -9,7 +9,7 @@ use crossbeam_utils::CachePadded;
 use super::{BuildId, Header, PoolCore, HEADER_BYTES, POOL_MAGIC, RING_OFFSET};
 use crate::chunk_table::{ChunkTable, Chunks};
 use crate::config::PoolLayout;
-use crate::dma::{Dma, DmaTable};
+use crate::dma_table::{Dma, DmaTable};
 use crate::error::PoolError;
 use crate::inflight::SharedCounters;
 use crate::lcore_cache::LcoreCache;

@@ -2,7 +2,7 @@
 //! and DMA mapping per device.
 
 use super::PoolCore;
-use crate::dma::{DeviceId, DeviceStats, DmaMapper};
+use crate::dma_table::{DeviceId, DeviceStats, DmaMapper};
 use crate::error::PoolError;
 use crate::iova::{ChunkId, ChunkInfo, ChunkSpec, Iova, ObjIndex, VirtAddr};
 use crate::state::PoolState;

@@ -1,8 +1,8 @@
-//! The shutdown driver: draining, orphaning and polling for the deferred
-//! release (the state machine itself is [`crate::shutdown`]).
+//! The shutdown driver: draining and polling for the deferred release (the
+//! state machine itself is [`crate::state`]).
 
 use super::PoolCore;
-use crate::dma::{DeviceId, DmaMapper};
+use crate::dma_table::DmaMapper;
 use crate::error::PoolError;
 use crate::state::{PollOutcome, PoolState};
 
@@ -108,7 +108,7 @@ impl PoolCore {
         self.drive(
             |state| Self::busy("drain", state),
             || {
-                if let Err(e) = self.close_as(PoolState::Draining, now) {
+                if let Err(e) = self.enter_draining(now) {
                     return (Err(e), false);
                 }
                 if let Err(e) = flush() {
@@ -129,22 +129,17 @@ impl PoolCore {
         }
     }
 
-    /// Closes the caches, then moves the state to `to` (the driver holds
-    /// the token).
-    fn close_as(&self, to: PoolState, now: u64) -> Result<PoolState, PoolError> {
+    /// Closes the caches, then moves the state to `Draining` (the driver
+    /// holds the token).
+    fn enter_draining(&self, now: u64) -> Result<PoolState, PoolError> {
         if self.state() == PoolState::Released {
-            let op = if to == PoolState::Orphaned {
-                "orphan"
-            } else {
-                "drain"
-            };
             return Err(PoolError::WrongState {
-                op,
+                op: "drain",
                 state: PoolState::Released,
             });
         }
         self.close_caches();
-        self.shutdown.close(to, now)
+        self.shutdown.close(now)
     }
 
     /// [`begin_drain`](PoolCore::begin_drain), then flushes every cache.
@@ -190,47 +185,13 @@ impl PoolCore {
         })
     }
 
-    /// The forced path for a device that disappeared: unmaps its DMA
-    /// mappings once, then drains as orphaned. Late returns are still
-    /// accepted and never touch that device again; the final release does
-    /// not unmap it again. An unmap failure is reported after the pool was
-    /// orphaned (the mappings count as gone either way).
-    pub fn orphan(
-        &self,
-        device: DeviceId,
-        now: u64,
-        mapper: &mut dyn DmaMapper,
-    ) -> Result<PollOutcome, PoolError> {
-        self.drive(
-            |state| match state {
-                PoolState::Released => Ok(PollOutcome::AlreadyReleased),
-                _ => Ok(PollOutcome::Busy),
-            },
-            || {
-                if self.state() == PoolState::Released {
-                    return (Ok(PollOutcome::AlreadyReleased), false);
-                }
-                let unmapped = match self.dma().remove(device, self.table(), mapper) {
-                    Err(PoolError::UnknownDevice { .. }) => Ok(0),
-                    r => r,
-                };
-                if let Err(e) = self.close_as(PoolState::Orphaned, now) {
-                    return (Err(e), false);
-                }
-                let outcome = self.poll_driver(now, mapper);
-                let released = matches!(outcome, PollOutcome::Released { .. });
-                (unmapped.map(|_| outcome), released)
-            },
-        )
-    }
-
     /// One step of the deferred release: releases the pool when no object
     /// is out (exactly one call ever gets [`PollOutcome::Released`], and it
     /// unmaps the devices still attached), otherwise says when to poll again
     /// and whether to warn.
     ///
-    /// **One driver at a time.** `begin_drain`, `drain_quiescent`, `orphan`
-    /// and `poll` take a driver token: a call racing another one returns
+    /// **One driver at a time.** `begin_drain`, `drain_quiescent` and
+    /// `poll` take a driver token: a call racing another one returns
     /// [`PollOutcome::Busy`] having touched nothing but the token, and the
     /// call that releases the pool keeps the token, so no later driver call
     /// gets past it. The caller that got `Released` may free the memory
@@ -257,7 +218,7 @@ impl PoolCore {
         match self.state() {
             PoolState::Active => return PollOutcome::NotDraining,
             PoolState::Released => return PollOutcome::AlreadyReleased,
-            PoolState::Draining | PoolState::Orphaned => {}
+            PoolState::Draining => {}
         }
         {
             // No registration between the inflight read and the release

@@ -18,7 +18,7 @@ use core::mem::{align_of, offset_of, size_of};
 use super::{Header, PoolCore, HEADER_ALIGN, HEADER_BYTES, POOL_MAGIC, RING_OFFSET};
 use crate::chunk_table::{ChunkEntry, ChunkTable};
 use crate::config::{PoolConfig, PoolLayout};
-use crate::dma::{DeviceSlot, DmaTable};
+use crate::dma_table::{DeviceSlot, DmaTable};
 use crate::inflight::SharedCounters;
 use crate::ptr_ring::RingLayout;
 use crate::state::Shutdown;

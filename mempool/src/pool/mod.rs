@@ -49,20 +49,24 @@
 //! * `chunks.rs`: chunk registration, IOVA look-ups and DMA mapping;
 //! * `drain.rs`: the shutdown driver ([`PoolCore::begin_drain`],
 //!   [`PoolCore::poll`] and the others);
-//! * `heap.rs`: [`HeapPool`], a pool on the Rust heap;
-//! * `identity.rs`: [`BuildId`], the build a pool was made by.
+//! * `heap_pool.rs`: [`HeapPool`], a pool on the Rust heap;
+//! * `identity.rs`: [`BuildId`], the build a pool was made by;
+//! * `test_hooks.rs` (feature `test-hooks`): entry points for the tests
+//!   of the crates above, never in a shipped build.
 
 mod accounting;
 mod block;
 mod chunks;
 mod drain;
 mod get;
-mod heap;
+mod heap_pool;
 mod identity;
 mod put;
+#[cfg(any(test, feature = "test-hooks"))]
+mod test_hooks;
 
 pub use accounting::PoolStats;
-pub use heap::HeapPool;
+pub use heap_pool::HeapPool;
 pub use identity::BuildId;
 
 use core::cell::UnsafeCell;
@@ -71,7 +75,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::chunk_table::ChunkTable;
 use crate::config::PoolLayout;
-use crate::dma::DmaTable;
+use crate::dma_table::DmaTable;
 use crate::inflight::SharedCounters;
 use crate::state::Shutdown;
 use crate::sync::AtomicU64;

@@ -71,7 +71,7 @@
 //!
 //! * this one: [`RingError`], the ring's memory format (the header, the
 //!   slots) and [`PtrRing::init`] / [`PtrRing::attach`];
-//! * `layout.rs`: [`RingLayout`], the size, shape and mode of a ring before
+//! * `ring_layout.rs`: [`RingLayout`], the size, shape and mode of a ring before
 //!   its memory exists;
 //! * `enqueue.rs`, `dequeue.rs`: the producer and the consumer side;
 //! * `len.rs`: the lockless observers [`PtrRing::is_empty`] and
@@ -81,20 +81,20 @@
 //! * `trampoline.rs`: the register-preserving call into the lock's cold
 //!   path (x86-64);
 //! * `runs.rs`: the loops over runs of slots (null scan, fill, copy, clear);
-//! * `heap.rs`: [`HeapRing`], a ring on the Rust heap.
+//! * `heap_ring.rs`: [`HeapRing`], a ring on the Rust heap.
 
 mod dequeue;
 mod enqueue;
-mod heap;
-mod layout;
+mod heap_ring;
 mod len;
 mod repair;
+mod ring_layout;
 mod runs;
 #[cfg(ring_asm)]
 mod trampoline;
 
-pub use heap::HeapRing;
-pub use layout::RingLayout;
+pub use heap_ring::HeapRing;
+pub use ring_layout::RingLayout;
 
 use core::ptr::NonNull;
 

@@ -52,7 +52,7 @@ fn leak_report(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
     }
     let missing = missing_objects(z, &st);
     if missing > 0 {
-        let during = if st.state.is_closing() {
+        let during = if st.state == mempool::PoolState::Draining {
             format!(" during its {} shutdown", st.state)
         } else {
             String::new()
@@ -90,7 +90,7 @@ fn leak_report(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>) {
 /// Objects of pool `z` that never came back, at `free` (negative: more came
 /// back than went out).
 fn missing_objects(z: &zone::Zone<'_>, st: &mempool::PoolStats) -> i64 {
-    if st.state.is_closing() {
+    if st.state == mempool::PoolState::Draining {
         // Draining: gets are refused, so the library's take-back loop took
         // nothing and the caches were flushed at shutdown: the inflight
         // snapshot is exactly what is still out (signed: a double free

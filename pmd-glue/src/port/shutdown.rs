@@ -216,7 +216,7 @@ unsafe fn drain_and_wait(
     let mut outcome = loop {
         // SAFETY: quiescent per the caller's contract.
         match unsafe { z.core.drain_quiescent(now_ns(), &mut mapper) } {
-            // Another driver call (another process's, or an orphan) holds
+            // Another driver call (another process's or thread's) holds
             // the core's driver token: retry within the wait, then give up.
             Ok(PollOutcome::Busy) if start.elapsed() < wait => {
                 std::thread::sleep(Duration::from_millis(1));

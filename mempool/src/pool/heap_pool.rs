@@ -5,7 +5,7 @@ use core::ptr::NonNull;
 
 use super::PoolCore;
 use crate::config::PoolConfig;
-use crate::dma::{DeviceId, DmaMapper};
+use crate::dma_table::DmaMapper;
 use crate::error::PoolError;
 use crate::heap_block::HeapBlock;
 use crate::state::PollOutcome;
@@ -13,8 +13,8 @@ use crate::state::PollOutcome;
 /// A pool on the Rust heap, for tests, benchmarks and users outside DPDK.
 ///
 /// Made with [`HeapPool::new_freeing`], it frees its block as soon as one of
-/// its own driver methods (`begin_drain`, `drain_quiescent`, `orphan`,
-/// `poll`, which shadow `PoolCore`'s) returns [`PollOutcome::Released`], as
+/// its own driver methods (`begin_drain`, `drain_quiescent`, `poll`,
+/// which shadow `PoolCore`'s) returns [`PollOutcome::Released`], as
 /// a DPDK application frees the memzone: a touch after release is then a
 /// use after free that Miri and valgrind report.
 ///
@@ -178,18 +178,6 @@ impl HeapPool {
     ) -> Result<PollOutcome, PoolError> {
         // SAFETY: forwarded caller contract.
         let out = unsafe { (**self).drain_quiescent(now, mapper) }?;
-        self.after(&out);
-        Ok(out)
-    }
-
-    /// [`PoolCore::orphan`], then the free at release.
-    pub fn orphan(
-        &self,
-        device: DeviceId,
-        now: u64,
-        mapper: &mut dyn DmaMapper,
-    ) -> Result<PollOutcome, PoolError> {
-        let out = (**self).orphan(device, now, mapper)?;
         self.after(&out);
         Ok(out)
     }

@@ -1,6 +1,7 @@
 //! The shutdown state machine with a fake clock: retry and warn periods,
 //! release only at zero inflight and exactly once, late returns while
-//! draining and after orphaning, and returns after release reported.
+//! draining (also after a device was removed), and returns after release
+//! reported.
 #![cfg(not(loom))]
 
 mod common;
@@ -256,7 +257,7 @@ fn return_after_release_is_detected_and_counted() {
 }
 
 #[test]
-fn orphaned_pool_unmaps_once_and_late_returns_never_touch_the_device() {
+fn a_device_removed_while_draining_is_unmapped_once_and_never_touched_again() {
     let pool = populated_pool(cfg(), 0);
     let mut m = CountingMapper::default();
     let nic = DeviceId(7);
@@ -266,23 +267,17 @@ fn orphaned_pool_unmaps_once_and_late_returns_never_touch_the_device() {
     let mut held = [null_mut(); 5];
     // SAFETY: single thread.
     unsafe { pool.get(3, &mut held) }.unwrap();
-    // The device vanishes with 5 objects out.
-    let out = pool.orphan(nic, 10 * S, &mut m).unwrap();
-    assert_eq!(
-        out,
-        PollOutcome::Waiting {
-            inflight: 5,
-            retry_in_ns: S
-        }
-    );
-    assert_eq!(pool.state(), PoolState::Orphaned);
-    assert_eq!(m.unmaps.get(&(nic.0, 0)), Some(&1));
-    // Orphaning again (or a second removal notice) touches nothing.
-    let calls = m.calls;
     assert!(matches!(
-        pool.orphan(nic, 11 * S, &mut m).unwrap(),
-        PollOutcome::Waiting { .. }
+        pool.begin_drain(10 * S, &mut m).unwrap(),
+        PollOutcome::Waiting { inflight: 5, .. }
     ));
+    // The device goes away with 5 objects out (the glue's port removal).
+    assert_eq!(pool.dma_remove(nic, &mut m), Ok(1));
+    assert_eq!(pool.state(), PoolState::Draining);
+    assert_eq!(m.unmaps.get(&(nic.0, 0)), Some(&1));
+    // A second removal notice touches nothing.
+    let calls = m.calls;
+    assert_eq!(pool.dma_remove(nic, &mut m), Ok(0));
     assert_eq!(m.calls, calls);
     // Late returns: accepted, no mapper call.
     // SAFETY: single thread.
@@ -304,37 +299,9 @@ fn orphaned_pool_unmaps_once_and_late_returns_never_touch_the_device() {
     assert_eq!(m.total_unmaps(), 2);
     assert!(m.unmaps.values().all(|&c| c == 1));
     assert!(m.live.values().all(|&l| l == 0));
-    // Orphaning a released pool does nothing.
-    assert_eq!(
-        pool.orphan(other, 14 * S, &mut m).unwrap(),
-        PollOutcome::AlreadyReleased
-    );
+    // Removing a device of a released pool unmaps nothing again.
+    assert_eq!(pool.dma_remove(other, &mut m), Ok(0));
     assert_eq!(m.total_unmaps(), 2);
-}
-
-#[test]
-fn draining_then_orphaned() {
-    let pool = populated_pool(cfg(), 0);
-    let mut m = CountingMapper::default();
-    pool.dma_attach(DeviceId(1), &mut m).unwrap();
-    let mut o = [null_mut()];
-    pool.get_shared(&mut o).unwrap();
-    pool.begin_drain(0, &mut m).unwrap();
-    assert_eq!(pool.state(), PoolState::Draining);
-    pool.orphan(DeviceId(1), S, &mut m).unwrap();
-    assert_eq!(pool.state(), PoolState::Orphaned);
-    // begin_drain on an orphaned pool keeps it orphaned.
-    pool.begin_drain(2 * S, &mut m).unwrap();
-    assert_eq!(pool.state(), PoolState::Orphaned);
-    pool.put_shared(&o).unwrap();
-    assert_eq!(
-        pool.poll(3 * S, &mut m),
-        PollOutcome::Released {
-            waited_ns: 3 * S,
-            dma: Ok(0)
-        }
-    );
-    assert_eq!((m.total_maps(), m.total_unmaps()), (1, 1));
 }
 
 #[test]
