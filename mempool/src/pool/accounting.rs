@@ -81,8 +81,11 @@ impl PoolCore {
     /// The hold/release counters, read in release-safe order.
     pub fn inflight_snapshot(&self) -> InflightSnapshot {
         let lcores = self.caches().map(|c| c.counters());
-        let any = core::iter::once((inflight::Hold::Whole(&self.any.hold), &*self.any.release));
-        inflight::snapshot(lcores.chain(any), || self.populated())
+        let shared = core::iter::once((
+            inflight::Hold::Whole(&self.shared.hold),
+            &*self.shared.release,
+        ));
+        inflight::snapshot(lcores.chain(shared), || self.populated())
     }
 
     /// Objects out with the application: `populated + Σhold − Σrelease`

@@ -75,7 +75,7 @@ impl PoolCore {
                 validate: cfg.validate,
                 layout: *layout,
             }));
-            core::ptr::addr_of_mut!((*p).any).write(SharedCounters::new());
+            core::ptr::addr_of_mut!((*p).shared).write(SharedCounters::new());
             core::ptr::addr_of_mut!((*p).table_hdr).write(CachePadded::new(ChunkTable::new(
                 cfg.max_chunks,
                 layout.chunks_offset - table_at,
@@ -287,7 +287,7 @@ impl PoolCore {
             self.validator().drop_bitmap();
             let p = self as *const PoolCore as *mut PoolCore;
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).hdr));
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).any));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).shared));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).table_hdr));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).dma_hdr));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*p).shutdown));

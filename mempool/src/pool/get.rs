@@ -164,7 +164,7 @@ impl PoolCore {
     /// count does.
     #[inline(always)]
     fn count_shared_hold(&self, n: usize) {
-        inflight::owner_add(&self.any.hold, n);
+        inflight::owner_add(&self.shared.hold, n);
     }
 
     /// Takes exactly `out.len()` objects for lcore `lcore` (its own cache

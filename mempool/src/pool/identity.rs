@@ -86,7 +86,7 @@ const LAYOUT: &[usize] = &[
     HEADER_ALIGN,
     RING_OFFSET,
     // The parts after it.
-    offset_of!(PoolCore, any),
+    offset_of!(PoolCore, shared),
     offset_of!(PoolCore, table_hdr),
     offset_of!(PoolCore, dma_hdr),
     offset_of!(PoolCore, shutdown),

@@ -153,7 +153,7 @@ struct Header {
 #[repr(C)]
 pub struct PoolCore {
     hdr: CachePadded<Header>,
-    any: SharedCounters,
+    shared: SharedCounters,
     table_hdr: CachePadded<ChunkTable>,
     dma_hdr: CachePadded<DmaTable>,
     shutdown: CachePadded<Shutdown>,

@@ -133,7 +133,7 @@ impl PoolCore {
     /// follows the objects' fills.
     #[inline(always)]
     fn count_shared_release(&self, n: usize) {
-        inflight::owner_add(&self.any.release, n);
+        inflight::owner_add(&self.shared.release, n);
         // The end of the put's touches of the pool (loom: ordered before
         // the free only through the producer lock's unlock).
         self.shutdown.touch();
