@@ -20,7 +20,7 @@ use mempool::PoolStats;
 
 use crate::error::GlueError;
 use crate::port::ShutdownOutcome;
-use crate::{ops, port, zone};
+use crate::{ops_name, port, zone};
 
 /// Initialises EAL with `args` (the program name first, as in `argv`).
 /// Returns the number of arguments EAL consumed.
@@ -52,8 +52,8 @@ pub fn eal_init<S: AsRef<str>>(args: &[S]) -> Result<usize, GlueError> {
 /// link this crate instead of loading the .so with `-d`).
 pub fn ensure_registered() -> Result<i32, GlueError> {
     crate::init();
-    ops::lookup_index().ok_or(GlueError::NotRegistered {
-        name: ops::OPS_NAME.into(),
+    ops_name::lookup_index().ok_or(GlueError::NotRegistered {
+        name: ops_name::OPS_NAME.into(),
         errno: -libc::ENOENT,
     })
 }
@@ -207,7 +207,7 @@ impl<'a> PoolParams<'a> {
 fn creation_names(name: &str) -> Result<(CString, CString), GlueError> {
     ensure_registered()?;
     let cname = CString::new(name).map_err(|_| GlueError::BadArg { arg: name.into() })?;
-    let ops_name = CString::new(ops::OPS_NAME).expect("literal");
+    let ops_name = CString::new(ops_name::OPS_NAME).expect("literal");
     Ok((cname, ops_name))
 }
 

@@ -7,7 +7,7 @@ use dpdk_sys as sys;
 use mempool::{HoldRelease, PoolStats};
 
 use crate::port::{self, ShutdownOutcome};
-use crate::{ffi, ops, zone};
+use crate::{ffi, ops_name, zone};
 
 /// Counters of one pool (mirrors `struct ptr_ring_stats` in the C header).
 #[repr(C)]
@@ -119,7 +119,9 @@ pub unsafe extern "C" fn ptr_ring_flush_lcore_cache(
 /// Index of the ptr_ring ops in this process's ops table, or -1.
 #[no_mangle]
 pub extern "C" fn ptr_ring_ops_index() -> c_int {
-    ffi::guard("ptr_ring_ops_index", || ops::lookup_index().unwrap_or(-1))
+    ffi::guard("ptr_ring_ops_index", || {
+        ops_name::lookup_index().unwrap_or(-1)
+    })
 }
 
 /// Makes `mp` reachable by the device of `port`, once per pool life and

@@ -31,6 +31,7 @@ pub(crate) mod ffi;
 pub(crate) mod lock_owner;
 pub mod log;
 pub mod ops;
+pub mod ops_name;
 pub mod ops_sync;
 pub mod pool_config;
 pub mod port;

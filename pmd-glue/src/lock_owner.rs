@@ -13,7 +13,7 @@ use dpdk_sys as sys;
 use mempool::owner::{self, Lease, Takeover};
 
 use crate::log::Level;
-use crate::{cname, log, ops, zone};
+use crate::{cname, log, ops_name, zone};
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -60,7 +60,7 @@ fn pool_holding(at: usize) -> Option<String> {
     // freed (see `mempool_list::lookup`).
     sys::mempool_list::walk(|mp| {
         // SAFETY: a listed mempool, alive while the walk holds the lock.
-        if name.is_some() || unsafe { ops::ops_name_of(mp) } != ops::OPS_NAME {
+        if name.is_some() || unsafe { ops_name::ops_name_of(mp) } != ops_name::OPS_NAME {
             return;
         }
         // SAFETY: as above, on our ops.

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use dpdk_sys as sys;
 use mempool::HoldRelease;
 
-use crate::{cname, ffi, ops, zone};
+use crate::{cname, ffi, ops_name, zone};
 
 /// Pools in this process whose ops are `ptr_ring`.
 pub fn pools() -> Vec<String> {
@@ -18,7 +18,7 @@ pub fn pools() -> Vec<String> {
     // freed (see `mempool_list::lookup`).
     sys::mempool_list::walk(|mp| {
         // SAFETY: a listed mempool, alive while the walk holds the lock.
-        if unsafe { ops::ops_name_of(mp) } == ops::OPS_NAME {
+        if unsafe { ops_name::ops_name_of(mp) } == ops_name::OPS_NAME {
             // SAFETY: as above; the name is NUL-terminated.
             names.push(cname::cstr_field(unsafe { &(*mp).name }));
         }

@@ -16,7 +16,7 @@ use mempool::{PoolConfig, PoolCore, PoolLayout};
 
 use crate::error::GlueError;
 use crate::port::ReleaseLock;
-use crate::{ffi, ops};
+use crate::{ffi, ops_name};
 
 // Public here, where the crate's users find them; they live in the leaf
 // module `cname`, which every module may use.
@@ -346,8 +346,8 @@ pub unsafe fn ours<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueErro
         return Err(GlueError::NullPool);
     }
     // SAFETY: a live mempool (caller's contract).
-    let ops = unsafe { ops::ops_name_of(mp) };
-    if ops != ops::OPS_NAME {
+    let ops = unsafe { ops_name::ops_name_of(mp) };
+    if ops != ops_name::OPS_NAME {
         return Err(GlueError::OtherHandler {
             pool: ffi::pool_name(mp),
             ops,

@@ -35,9 +35,8 @@ mod register;
 mod setup;
 mod teardown;
 
-pub use register::{
-    lookup_index, ops_name_of, ops_table, register, Registration, OPS_INDEX, OPS_NAME,
-};
+pub use crate::ops_name::{lookup_index, ops_name_of, OPS_INDEX, OPS_NAME};
+pub use register::{ops_table, register, Registration};
 pub(crate) use setup::forget_freed_chunks;
 pub use setup::max_chunks_for;
 

@@ -1,19 +1,13 @@
-//! Registration: the handler's ops table entry, its registration in
+//! Registration: the handler's ops table entry and its registration in
 //! DPDK's table (once per process, whichever copy of the library loads
-//! first) and look-ups by name.
+//! first). The name and the look-ups by name are `ops_name.rs`'.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::Ordering;
 
 use dpdk_sys as sys;
 
-use crate::cname;
 use crate::error::GlueError;
-
-/// Name under which the handler registers.
-pub const OPS_NAME: &str = "ptr_ring";
-
-/// Our index in this process's `rte_mempool_ops_table`, or -1.
-pub static OPS_INDEX: AtomicI32 = AtomicI32::new(-1);
+use crate::ops_name::{lookup_index, OPS_INDEX, OPS_NAME};
 
 /// The handler's ops table entry.
 pub fn ops_table() -> sys::rte_mempool_ops {
@@ -72,34 +66,4 @@ pub fn register() -> Result<Registration, GlueError> {
     // Relaxed: read by telemetry only.
     OPS_INDEX.store(idx, Ordering::Relaxed);
     Ok(Registration::Added(idx))
-}
-
-/// Index of `ptr_ring` in this process's ops table, if registered.
-pub fn lookup_index() -> Option<i32> {
-    // SAFETY: reading DPDK's process-local ops table; entries below
-    // `num_ops` are initialised (registration and renumbering happen in
-    // constructors and in EAL's bus scan, before any pool exists).
-    unsafe {
-        let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
-        (0..table.num_ops as usize)
-            .find(|&i| cname::cstr_field(&table.ops[i].name) == OPS_NAME)
-            .map(|i| i as i32)
-    }
-}
-
-/// Name of the ops a pool uses in this process.
-///
-/// # Safety
-/// `mp` is a live mempool.
-pub unsafe fn ops_name_of(mp: *const sys::rte_mempool) -> String {
-    // SAFETY: `mp` is live (caller's contract); reading DPDK's ops table at
-    // the pool's index, bounds-checked.
-    unsafe {
-        let table = &*core::ptr::addr_of!(sys::rte_mempool_ops_table);
-        let i = (*mp).ops_index;
-        if i < 0 || i as u32 >= table.num_ops {
-            return String::new();
-        }
-        cname::cstr_field(&table.ops[i as usize].name)
-    }
 }

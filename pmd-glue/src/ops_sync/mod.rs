@@ -59,7 +59,7 @@ use secondary::align_with_primary;
 use table::{move_ours_last, Table};
 
 use crate::log::Level;
-use crate::{ffi, log, ops};
+use crate::{ffi, log, ops_name};
 
 /// Name of the IPC action a primary serves its ops table under.
 pub const ACTION: &CStr = c"ptr_ring_ops_table";
@@ -147,9 +147,9 @@ pub fn after_late_registration() {
 }
 
 fn update_index() {
-    if let Some(i) = ops::lookup_index() {
+    if let Some(i) = ops_name::lookup_index() {
         // Relaxed: a plain value for telemetry and logs.
-        ops::OPS_INDEX.store(i, Ordering::Relaxed);
+        ops_name::OPS_INDEX.store(i, Ordering::Relaxed);
     }
 }
 

@@ -17,7 +17,7 @@ pub(super) fn serve() {
         let marker = marker_path();
         // Our index too: a secondary whose handshake fails puts its
         // refusing entry there (`secondary::refuse_pools`).
-        let index = crate::ops::lookup_index().unwrap_or(-1);
+        let index = crate::ops_name::lookup_index().unwrap_or(-1);
         #[cfg(feature = "test-hooks")]
         if let Ok(mode) = std::env::var(TEST_REPLY) {
             log!(Level::Warning, "test hook: {TEST_REPLY}={mode}");

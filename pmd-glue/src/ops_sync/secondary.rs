@@ -13,7 +13,7 @@ use super::table::{reorder_like, replace_ours, Table};
 use super::VERSION;
 use super::{marker_path, message, ACTION, MAX_OPS, PARAM_LEN, REPLY_HEADER, REPLY_TIMEOUT_MS};
 use crate::log::Level;
-use crate::{log, ops};
+use crate::{log, ops_name};
 
 /// Why the primary's table could not be read.
 enum AskError {
@@ -35,11 +35,11 @@ fn ask_primary() -> Result<Vec<String>, AskError> {
         let before = names.len();
         let total = read_page(&page, &mut names)?;
         if names.len() >= total {
-            if !names.iter().any(|n| n == ops::OPS_NAME) {
+            if !names.iter().any(|n| n == ops_name::OPS_NAME) {
                 return Err(AskError::Other(format!(
                     "malformed reply: the primary's table ({}) holds no {}",
                     names.join(", "),
-                    ops::OPS_NAME
+                    ops_name::OPS_NAME
                 )));
             }
             return Ok(names);
@@ -179,7 +179,7 @@ pub(super) fn align_with_primary(reorder: bool) {
 fn refuse_pools(cause: String, reorder: bool) {
     let primary_index = if reorder { marker_index() } else { None };
     let _ = super::REFUSAL.set(cause.clone());
-    let at = replace_ours(stub_ops(ops::OPS_NAME), primary_index);
+    let at = replace_ours(stub_ops(ops_name::OPS_NAME), primary_index);
     log!(
         Level::Err,
         "ops-table handshake with the primary failed: {cause}, although the primary serves \

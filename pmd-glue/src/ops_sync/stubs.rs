@@ -12,7 +12,7 @@ use super::MAX_OPS;
 use crate::error::GlueError;
 use crate::ffi::{self, pool_name};
 use crate::log::Level;
-use crate::{log, ops};
+use crate::{log, ops_name};
 
 /// One error line per stub index, then debug lines.
 static STUB_REPORTED: [AtomicBool; MAX_OPS] = [const { AtomicBool::new(false) }; MAX_OPS];
@@ -53,7 +53,7 @@ fn refuse(mp: *const sys::rte_mempool, what: &str) -> c_int {
             .and_then(|i| STUB_REPORTED.get(i))
             .is_some_and(|r| !r.swap(true, Ordering::Relaxed));
         let level = if first { Level::Err } else { Level::Debug };
-        if let (true, Some(cause)) = (handler == ops::OPS_NAME, super::refusal()) {
+        if let (true, Some(cause)) = (handler == ops_name::OPS_NAME, super::refusal()) {
             let e = GlueError::HandshakeFailed {
                 pool,
                 cause: cause.to_owned(),

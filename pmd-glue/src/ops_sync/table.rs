@@ -7,7 +7,7 @@ use dpdk_sys as sys;
 
 use super::MAX_OPS;
 use crate::log::Level;
-use crate::{cname, log, ops};
+use crate::{cname, log, ops_name};
 
 /// The process's ops table, locked; entries below `num_ops` are set.
 pub(super) struct Table {
@@ -65,7 +65,7 @@ impl Drop for Table {
 pub(super) fn move_ours_last() {
     let mut t = Table::lock();
     let names = t.names();
-    let Some(i) = names.iter().position(|n| n == ops::OPS_NAME) else {
+    let Some(i) = names.iter().position(|n| n == ops_name::OPS_NAME) else {
         return;
     };
     let last = names.len() - 1;
@@ -76,7 +76,7 @@ pub(super) fn move_ours_last() {
             Level::Info,
             "mempool ops \"{}\" moved from index {i} to {last}, after every other handler: \
              their indices are those of processes without it",
-            ops::OPS_NAME
+            ops_name::OPS_NAME
         );
     }
 }
@@ -156,7 +156,7 @@ const UNKNOWN: &str = "unknown";
 /// `entry` went; `None` without a ptr_ring entry.
 pub(super) fn replace_ours(entry: sys::rte_mempool_ops, at: Option<usize>) -> Option<usize> {
     let mut t = Table::lock();
-    let ours = t.names().iter().position(|n| n == ops::OPS_NAME)?;
+    let ours = t.names().iter().position(|n| n == ops_name::OPS_NAME)?;
     let cur: Vec<sys::rte_mempool_ops> = t.ops().to_vec();
     let at = at.filter(|&a| a < MAX_OPS).unwrap_or(ours);
     let new: Vec<sys::rte_mempool_ops> = moved_to(cur.len(), ours, at)
