@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use dpdk_sys as sys;
 
-use super::table::Table;
 use super::MAX_OPS;
 use crate::error::GlueError;
 use crate::ffi::{self, pool_name};
@@ -43,11 +42,8 @@ fn refuse(mp: *const sys::rte_mempool, what: &str) -> c_int {
         // SAFETY: DPDK passes a live mempool whose ops index chose this stub.
         let i = unsafe { (*mp).ops_index };
         let pool = pool_name(mp);
-        let handler = Table::lock()
-            .names()
-            .get(i as usize)
-            .cloned()
-            .unwrap_or_default();
+        // SAFETY: as above; the name of the entry at the pool's index.
+        let handler = unsafe { ops_name::ops_name_of(mp) };
         let first = usize::try_from(i)
             .ok()
             .and_then(|i| STUB_REPORTED.get(i))

@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use dpdk_sys as sys;
 use mempool::{ChunkInfo, DeviceId, DmaMapper};
 
-use super::devices;
+use super::device_registry;
 use super::dma_domains::{self, Domain, Locked, Run};
 use crate::error::GlueError;
 use crate::ffi::pool_name;
@@ -47,7 +47,7 @@ pub struct RteDevDma;
 
 impl RteDevDma {
     fn call(device: DeviceId, va: usize, iova: u64, len: usize, map: bool) -> Result<(), i32> {
-        let dev = devices::rte_device(device).ok_or(-libc::ENODEV)?;
+        let dev = device_registry::rte_device(device).ok_or(-libc::ENODEV)?;
         // A failure that sets no rte_errno must not read an older one (a
         // stale ENOTSUP would turn it into "nothing to map").
         sys::set_errno(0);
@@ -92,7 +92,7 @@ impl DevDma for RteDevDma {
         if let Some(b) = dev_dma_override().as_mut() {
             return b.domain(device);
         }
-        let Some(dev) = devices::rte_device(device) else {
+        let Some(dev) = device_registry::rte_device(device) else {
             return Domain::Device(device);
         };
         // SAFETY: a live device (as in `call`).

@@ -31,16 +31,20 @@
 //!   ([`PoolDmaMapper`]), [`attach_device`], [`detach_device`];
 //! * `dma_domains`: the ranges mapped per mapping [`Domain`], shared by
 //!   every process;
-//! * `devices`: the devices of attached ports, [`attach_port`], and the
-//!   port events that remove a device's mappings.
+//! * `devices`: [`attach_port`], and the port events that remove a
+//!   device's mappings;
+//! * `device_registry`: the devices of attached ports, which `devices`
+//!   fills and empties and the DMA mapper reads.
 
+mod device_registry;
 mod devices;
 mod dma;
 mod dma_domains;
 mod release;
 mod shutdown;
 
-pub use devices::{attach_port, device_id, recorded_device, register_event_callbacks};
+pub use device_registry::{device_id, recorded_device};
+pub use devices::{attach_port, register_event_callbacks};
 pub use dma::{
     attach_device, detach_device, set_dev_dma_override, DevDma, DmaAttach, DmaDetach,
     PoolDmaMapper, RteDevDma,
