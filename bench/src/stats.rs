@@ -1,6 +1,11 @@
 //! Median and spread (min-max) of a handful of samples, and the paired
 //! ratio of two handlers with a bootstrap confidence interval.
 
+/// How far from 1.0x a median may be and still be called equal within
+/// noise: the spread of the control rows, where both handlers run the same
+/// code, on this machine (0.99x to 1.02x in quiet runs).
+pub const NOISE: f64 = 0.03;
+
 /// The summary of the rounds of one handler in one configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -112,12 +117,12 @@ impl Paired {
     }
 
     /// "faster", "slower", "equal (within noise)" (the interval contains 1.0
-    /// and the median is within [`crate::targets::NOISE`] of it) or
+    /// and the median is within [`NOISE`] of it) or
     /// "undecided" (the interval contains 1.0 but is too wide to call it
     /// equal) for `ours` against the baseline.
     pub fn word(&self) -> &'static str {
         if self.contains_one() {
-            if (self.median - 1.0).abs() <= crate::targets::NOISE {
+            if (self.median - 1.0).abs() <= NOISE {
                 "equal (within noise)"
             } else {
                 "undecided"

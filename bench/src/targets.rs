@@ -2,7 +2,7 @@
 //! side's caches as the row states them (see `matrix::side`).
 
 use crate::record::{E2eKey, Group, MempoolKey, Pattern};
-use crate::stats::Paired;
+use crate::stats::{Paired, NOISE};
 
 /// One target.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -11,11 +11,6 @@ pub struct Target {
     /// ratios).
     pub min_ratio: f64,
 }
-
-/// How far from 1.0x a median may be and still be called equal within
-/// noise: the spread of the control rows, where both handlers run the same
-/// code, on this machine (0.99x to 1.02x in quiet runs).
-pub const NOISE: f64 = 0.03;
 
 impl Target {
     /// `>= x`.
