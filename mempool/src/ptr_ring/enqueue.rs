@@ -171,11 +171,10 @@ impl PtrRing {
     /// be visible before that put's unlock, its last store to the ring.
     /// The Acquire CAS of the lock pairs with that unlock's Release store.
     /// Nothing to wait for on a single-producer ring (its enqueue counts
-    /// last and unlocks nothing) or a poisoned side (nobody can hold it).
+    /// last and unlocks nothing: `producer_guard` takes no lock there) or a
+    /// poisoned side (nobody can hold it).
     pub(crate) fn wait_producers(&self) {
-        if !self.hdr.config.single_producer {
-            let _ = self.producer_lock();
-        }
+        let _ = self.producer_guard();
     }
 
     /// [`enqueue_one`](PtrRing::enqueue_one) with the producer side already

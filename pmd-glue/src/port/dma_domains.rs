@@ -222,10 +222,14 @@ pub(super) struct Locked {
 /// The table lock's name in a takeover report.
 const LOCK_NAME: &str = "DMA domain table lock";
 
+/// The table, made first if no process has.
+fn made_table() -> Result<&'static Table, i32> {
+    table(true)?.ok_or(-libc::ENOMEM)
+}
+
 /// Locks the table (making it first if no process has).
 pub(super) fn lock() -> Result<Locked, i32> {
-    let table = table(true)?.ok_or(-libc::ENOMEM)?;
-    Ok(lock_table(table))
+    Ok(lock_table(made_table()?))
 }
 
 /// Locks the table if a process has made it: `None` means that nothing
@@ -247,7 +251,7 @@ fn lock_table(table: &'static Table) -> Locked {
 /// emulate a holder, live or dead (`SharedLock::set_holder_for_tests`).
 #[doc(hidden)]
 pub fn dma_table_lock_for_tests() -> Result<&'static SharedLock, i32> {
-    Ok(&table(true)?.ok_or(-libc::ENOMEM)?.lock)
+    Ok(&made_table()?.lock)
 }
 
 impl Locked {
