@@ -36,6 +36,9 @@ pub struct Job {
     pub bulk: u32,
     pub kept: u32,
     pub pattern: Pattern,
+    /// Pointers the lanes' tables start past their allocation's start
+    /// (`placement::Spot::skew`).
+    pub skew: usize,
     /// Run length in TSC cycles (lane 0 watches the clock).
     pub duration: u64,
     /// Worker lanes that are spinning on `go`.
@@ -76,7 +79,9 @@ fn thread_cpu_ns() -> u64 {
 /// The objects a lane holds: `kept / bulk + 1` chunks of `bulk` pointers, a
 /// FIFO of chunks (so that every get and put is one contiguous table).
 struct Fifo {
+    /// `skew` unused pointers, then the chunks.
     slots: Vec<*mut c_void>,
+    skew: usize,
     bulk: usize,
     chunks: usize,
     /// Next chunk to fill.
@@ -88,11 +93,12 @@ struct Fifo {
 }
 
 impl Fifo {
-    fn new(bulk: u32, kept: u32) -> Fifo {
+    fn new(bulk: u32, kept: u32, skew: usize) -> Fifo {
         let bulk = bulk as usize;
         let chunks = kept as usize / bulk + 1;
         Fifo {
-            slots: vec![null_mut(); chunks * bulk],
+            slots: vec![null_mut(); skew + chunks * bulk],
+            skew,
             bulk,
             chunks,
             head: 0,
@@ -103,12 +109,20 @@ impl Fifo {
 
     fn head_ptr(&mut self) -> *mut *mut c_void {
         // SAFETY: head < chunks, so the chunk lies inside `slots`.
-        unsafe { self.slots.as_mut_ptr().add(self.head * self.bulk) }
+        unsafe {
+            self.slots
+                .as_mut_ptr()
+                .add(self.skew + self.head * self.bulk)
+        }
     }
 
     fn tail_ptr(&mut self) -> *mut *mut c_void {
         // SAFETY: tail < chunks.
-        unsafe { self.slots.as_mut_ptr().add(self.tail * self.bulk) }
+        unsafe {
+            self.slots
+                .as_mut_ptr()
+                .add(self.skew + self.tail * self.bulk)
+        }
     }
 
     /// The chunk at head was filled.
@@ -167,8 +181,9 @@ pub fn run_lane(job: &Job, lane: usize) {
         Pattern::Burst => job.kept.max(n) - n,
         _ => job.kept,
     };
-    let mut fifo = Fifo::new(n, kept);
-    let mut table = vec![null_mut::<c_void>(); n as usize];
+    let mut fifo = Fifo::new(n, kept, job.skew);
+    let mut table = vec![null_mut::<c_void>(); job.skew + n as usize];
+    let table = &mut table[job.skew..];
     if !leader {
         job.ready.fetch_add(1, Ordering::Release);
         // Pairs with the Release store of `go` in `measure`.

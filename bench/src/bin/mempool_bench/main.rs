@@ -24,6 +24,7 @@
 
 mod lane;
 mod peers;
+mod placement;
 mod pools;
 
 use std::collections::HashMap;
@@ -43,6 +44,7 @@ use dpdk_sys as sys;
 
 use lane::{run_lane, worker_entry, Job, Lane};
 use peers::{is_peer, round_order};
+use placement::{Placement, Spacer, Spot};
 use pools::Pools;
 
 /// Largest bulk size the loops support (DPDK's cache refills up to 512 + n).
@@ -73,6 +75,10 @@ options:
                     groups: nocache dpdkcache owncache bigbulk noneal control;
                     set=core: the rows the peers run on; set=swing: two lcores each
                     recycling through the handler)
+  --spacer auto|B   where each run's memory lies: auto (default) moves the pool and the
+                    lanes' tables to another 64-byte step of a 4 KiB page every round
+                    (the same for every handler of a round); B pins a spacer of B bytes
+                    before every pool, to see how much a row depends on placement
   --list            print the selected rows and exit
   --csv PATH        append the CSV lines there instead of stdout
   -h, --help        this text
@@ -90,6 +96,7 @@ struct Opts {
     handlers: Vec<String>,
     peers_per_round: usize,
     only: Vec<(String, String)>,
+    placement: Placement,
     list: bool,
     csv: Option<String>,
     eal: Vec<String>,
@@ -109,6 +116,7 @@ fn parse_opts() -> Result<Opts, lexopt::Error> {
             .collect(),
         peers_per_round: 3,
         only: Vec::new(),
+        placement: Placement::PerRound,
         list: false,
         csv: None,
         eal: Vec::new(),
@@ -137,6 +145,7 @@ fn parse_opts() -> Result<Opts, lexopt::Error> {
                     o.only.push((k.to_string(), v.to_string()));
                 }
             }
+            Long("spacer") => o.placement = Placement::parse(&p.value()?.string()?)?,
             Long("list") => o.list = true,
             Long("csv") => o.csv = Some(p.value()?.string()?),
             Short('h') | Long("help") => {
@@ -208,8 +217,17 @@ impl Bench {
         self.worker < sys::RTE_MAX_LCORE
     }
 
-    /// One run of `secs` seconds of `handler` in `key`.
-    fn measure(&mut self, key: &MempoolKey, handler: &str, secs: f64) -> Result<Measured, String> {
+    /// One run of `secs` seconds of `handler` in `key`, its memory placed
+    /// at `spot`.
+    fn measure(
+        &mut self,
+        key: &MempoolKey,
+        handler: &str,
+        secs: f64,
+        spot: Spot,
+    ) -> Result<Measured, String> {
+        // Freed after the pool (declared first, dropped last).
+        let _spacer = Spacer::reserve(spot.spacer)?;
         // This run's own pool, freed when the run is over (see pools.rs).
         let pool = self.pools.create(handler, matrix::side(key, handler))?;
         let mp = pool.as_ptr();
@@ -219,6 +237,10 @@ impl Bench {
             bulk: key.bulk,
             kept: key.kept,
             pattern: key.pattern,
+            skew: std::env::var("BENCH_SKEW")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(spot.skew),
             duration: (secs * self.tsc_hz) as u64,
             ready: AtomicU32::new(0),
             go: AtomicBool::new(false),
@@ -517,8 +539,13 @@ fn run(
     );
     let params = format!(
         "mempool_bench rounds={} secs={} warmup={} pool_size={pool_size} handoff_ring={HANDOFF_RING_SLOTS} \
-         tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor} peers_per_round={}",
-        o.rounds, o.secs, o.warmup, bench.tsc_hz, o.peers_per_round
+         tsc_hz={:.0} main_cpu={main_cpu} worker_cpu={worker_cpu} floor_lifo={floor} peers_per_round={} placement={}",
+        o.rounds,
+        o.secs,
+        o.warmup,
+        bench.tsc_hz,
+        o.peers_per_round,
+        o.placement.describe()
     );
     let mut out = Writer::new(out, &[&params]).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
@@ -556,7 +583,7 @@ fn run(
         if o.warmup > 0.0 {
             let mut kept = Vec::new();
             for h in hs {
-                match bench.measure(key, h, o.warmup) {
+                match bench.measure(key, h, o.warmup, o.placement.of(i + 1, 0)) {
                     Ok(_) => kept.push(h),
                     Err(e) if is_peer(h) => {
                         skip(&mut out, h, &format!("a run failed (warm-up): {e}"))?;
@@ -574,7 +601,7 @@ fn run(
                 if failed.contains(h) {
                     continue;
                 }
-                let m = match bench.measure(key, h, o.secs) {
+                let m = match bench.measure(key, h, o.secs, o.placement.of(i + 1, round)) {
                     Ok(m) => m,
                     Err(e) if is_peer(h) => {
                         skip(&mut out, h, &format!("a run failed in round {round}: {e}"))?;
