@@ -183,3 +183,58 @@ fn stats_report_configuration() {
     assert_eq!(s.accounting, mempool::ACCOUNTING);
     assert_eq!(s.in_ring + s.in_caches, 100);
 }
+
+/// The activity mark moves with every get and put that moves an object,
+/// through the ring or through the marking lcore's cache, and stays put
+/// across failed gets; another lcore's mark differs.
+#[test]
+fn the_activity_mark_moves_with_every_object_moved() {
+    let pool = populated_pool(cfg(), 0);
+    let mut o = [null_mut(); 1];
+    let mut seen = vec![pool.activity_mark(1)];
+    // With `accounting` every mark is new (the hold count only grows);
+    // without, each differs from the one before (the length moved).
+    let mut moved = |pool: &PoolCore, what: &str| {
+        let m = pool.activity_mark(1);
+        assert_ne!(Some(&m), seen.last(), "{what}: the mark must move");
+        if PoolCore::MARK_SEES_CACHE {
+            assert!(!seen.contains(&m), "{what}: the mark must be new");
+        }
+        seen.push(m);
+    };
+    // SAFETY: single thread; objects of `pool`.
+    unsafe { pool.get(1, &mut o) }.unwrap();
+    moved(&pool, "a get that refilled lcore 1's cache");
+    // SAFETY: single thread; objects of `pool`.
+    unsafe { pool.put(1, &o) }.unwrap();
+    moved(&pool, "a put into the cache");
+    // SAFETY: single thread; objects of `pool`.
+    assert!(unsafe { pool.try_get_cached(1, &mut o) });
+    moved(&pool, "a cache hit");
+    // SAFETY: single thread; objects of `pool`.
+    assert!(unsafe { pool.try_put_cached(1, &o) });
+    moved(&pool, "a put into the cache, on the fast path");
+    pool.get_shared(&mut o).unwrap();
+    moved(&pool, "a get from the ring");
+    pool.put_shared(&o).unwrap();
+    moved(&pool, "a put to the ring");
+    if PoolCore::MARK_SEES_CACHE {
+        // A get and a put of the same size on the fast path: the length is
+        // back where it was, the hold count is not.
+        let before = pool.activity_mark(1);
+        // SAFETY: single thread; objects of `pool`.
+        assert!(unsafe { pool.try_get_cached(1, &mut o) });
+        // SAFETY: single thread; objects of `pool`.
+        assert!(unsafe { pool.try_put_cached(1, &o) });
+        assert_ne!(pool.activity_mark(1), before, "a get and a put, cached");
+    }
+    // Failures change nothing; another lcore's mark is another mark.
+    let mut all = vec![null_mut(); 101];
+    let before = pool.activity_mark(1);
+    // SAFETY: single thread; objects of `pool`.
+    assert!(unsafe { pool.get(1, &mut all) }.is_err());
+    assert!(pool.get_shared(&mut all).is_err());
+    assert_eq!(pool.activity_mark(1), before, "failed gets");
+    assert_ne!(pool.activity_mark(2), before);
+    assert_conserved(&pool);
+}

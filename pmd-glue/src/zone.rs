@@ -85,7 +85,7 @@ pub fn build_name(b: &BuildId) -> String {
 
 /// Start of every pool's memzone. `magic`, `family` and `build` stay at
 /// these offsets in every build of this format; the fast path reads
-/// `magic` and `trailing_get_failures`, on the first line.
+/// `magic`, on the first line.
 #[repr(C, align(128))]
 pub struct ZoneHeader {
     /// [`ZONE_MAGIC`] of the creating build; stored last (Release).
@@ -101,10 +101,12 @@ pub struct ZoneHeader {
     pub core_bytes: u64,
     /// Failed gets since the last success: at `free`, the objects the
     /// mempool library could not take back (see `ops::free`). A get that
-    /// fails for lack of objects starts a new run when the ring moved since
-    /// the previous failure (see [`ZoneHeader::count_get_failure`]), so
-    /// the cache-off fast paths, whose every success moves the ring, need
-    /// not touch it; the handler cache's fast paths reset it (see
+    /// fails for lack of objects starts a new run when the pool's activity
+    /// mark moved since the previous failure (see
+    /// [`ZoneHeader::count_get_failure`]): the ring, or the failing lcore's
+    /// cache line, which every success changes. So no fast path touches it,
+    /// except the handler cache's in a build without `accounting`, whose
+    /// mark does not see cache hits (see
     /// [`ZoneHeader::clear_trailing_failures`]).
     pub trailing_get_failures: AtomicU64,
     /// Gets that failed for lack of objects, ever.
@@ -117,18 +119,19 @@ pub struct ZoneHeader {
     /// acts only on the pool whose zone holds exactly it (see
     /// `port::release`).
     pub release_token: AtomicU64,
-    /// The ring's `(enqueued, dequeued)` totals at the last failed get.
-    fail_mark: [AtomicU64; 2],
+    /// `PoolCore::activity_mark` at the last failed get.
+    fail_mark: [AtomicU64; 4],
 }
 
 const _: () = assert!(size_of::<ZoneHeader>() == HEADER_BYTES);
 const _: () = assert!(offset_of!(ZoneHeader, family) == 8 && offset_of!(ZoneHeader, build) == 16);
-const _: () = assert!(offset_of!(ZoneHeader, trailing_get_failures) < 64);
 
 impl ZoneHeader {
-    /// A successful get or put ends a run of failed gets. Written only when
-    /// set, so the common case is one load from the line that holds the
-    /// magic (read anyway).
+    /// A successful get or put ends a run of failed gets: for the fast
+    /// paths of a build whose activity mark does not see them
+    /// (`PoolCore::MARK_SEES_CACHE`), and the checked get. Written only
+    /// when set, so the common case is one load from the line that holds
+    /// the magic (read anyway).
     #[inline(always)]
     pub fn clear_trailing_failures(&self) {
         // Relaxed: a hint for `ops::free`, which reads it after the
@@ -138,29 +141,30 @@ impl ZoneHeader {
         }
     }
 
-    /// Counts a get that failed for lack of objects, the ring's totals
-    /// being `ring_totals` (`PtrRing::totals`): the run of trailing
-    /// failures goes on if the ring has not moved since the previous
-    /// failure, and restarts at one if it has (an object went in or out
-    /// in between, so the earlier failures were not trailing).
-    pub fn count_get_failure(&self, ring_totals: (usize, usize)) {
+    /// Counts a get that failed for lack of objects, `mark` being the
+    /// failing thread's `PoolCore::activity_mark`: the run of trailing
+    /// failures goes on if the mark has not moved since the previous
+    /// failure, and restarts at one if it has (an object went through the
+    /// ring or that lcore's cache in between, or another lcore failed, so
+    /// the earlier failures were not trailing).
+    pub fn count_get_failure(&self, mark: [u64; 4]) {
         self.get_failures.fetch_add(1, Ordering::Relaxed);
-        if self.ring_still_at_mark(ring_totals) {
+        if self.still_at_mark(mark) {
             self.trailing_get_failures.fetch_add(1, Ordering::Relaxed);
         } else {
-            for (m, v) in self.fail_mark.iter().zip(mark_of(ring_totals)) {
+            for (m, v) in self.fail_mark.iter().zip(mark) {
                 m.store(v, Ordering::Relaxed);
             }
             self.trailing_get_failures.store(1, Ordering::Relaxed);
         }
     }
 
-    /// The failed gets since the last success, the ring's totals being
-    /// `ring_totals` now: the count of the last run of failures if the ring
-    /// has not moved since it, else 0 (a cache-off get or put since then
-    /// moved it, and ended the run).
-    pub fn trailing_failures(&self, ring_totals: (usize, usize)) -> u64 {
-        if self.ring_still_at_mark(ring_totals) {
+    /// The failed gets since the last success, `mark` being the calling
+    /// thread's activity mark now: the count of the last run of failures if
+    /// the mark has not moved since it, else 0 (a get or put since then, or
+    /// the failures were another lcore's).
+    pub fn trailing_failures(&self, mark: [u64; 4]) -> u64 {
+        if self.still_at_mark(mark) {
             // Relaxed: as in `count_get_failure`.
             self.trailing_get_failures.load(Ordering::Relaxed)
         } else {
@@ -168,19 +172,14 @@ impl ZoneHeader {
         }
     }
 
-    /// Whether the ring's totals are those of the last failed get.
-    fn ring_still_at_mark(&self, ring_totals: (usize, usize)) -> bool {
+    /// Whether `mark` is that of the last failed get.
+    fn still_at_mark(&self, mark: [u64; 4]) -> bool {
         self.fail_mark
             .iter()
-            .zip(mark_of(ring_totals))
+            .zip(mark)
             // Relaxed: statistics and a hint, as `clear_trailing_failures`.
             .all(|(m, v)| m.load(Ordering::Relaxed) == v)
     }
-}
-
-/// The ring's `(enqueued, dequeued)` totals as stored in `fail_mark`.
-fn mark_of((enqueued, dequeued): (usize, usize)) -> [u64; 2] {
-    [enqueued as u64, dequeued as u64]
 }
 
 /// A pool's handler state as seen through `mp->pool_data`.
@@ -245,7 +244,7 @@ pub unsafe fn create(
             trailing_get_failures: AtomicU64::new(0),
             get_failures: AtomicU64::new(0),
             release_token: AtomicU64::new(0),
-            fail_mark: [AtomicU64::new(0), AtomicU64::new(0)],
+            fail_mark: [const { AtomicU64::new(0) }; 4],
         });
         let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), &layout);
         // Release pairs with the Acquire loads in `attach_fast` and
@@ -462,7 +461,7 @@ mod tests {
             trailing_get_failures: AtomicU64::new(0),
             get_failures: AtomicU64::new(0),
             release_token: AtomicU64::new(0),
-            fail_mark: [AtomicU64::new(0), AtomicU64::new(0)],
+            fail_mark: [const { AtomicU64::new(0) }; 4],
         }
     }
 
@@ -527,24 +526,28 @@ mod tests {
     }
 
     #[test]
-    fn trailing_failures_end_when_the_ring_moves() {
+    fn trailing_failures_end_when_the_mark_moves() {
         let h = header();
-        assert_eq!(h.trailing_failures((0, 0)), 0);
+        let at = |enq: u64, deq: u64, lcore: u64, word: u64| [enq, deq, lcore, word];
+        assert_eq!(h.trailing_failures(at(0, 0, 0, 0)), 0);
         for _ in 0..3 {
-            h.count_get_failure((10, 5));
+            h.count_get_failure(at(10, 5, 1, 7));
         }
-        assert_eq!(h.trailing_failures((10, 5)), 3);
-        // A put (or a get) since: the run is over, whether or not another
-        // failure follows.
-        assert_eq!(h.trailing_failures((11, 5)), 0);
-        assert_eq!(h.trailing_failures((10, 6)), 0);
-        h.count_get_failure((11, 5));
-        assert_eq!(h.trailing_failures((11, 5)), 1);
-        // A success the ring does not see (a handler-cache hit) clears it.
+        assert_eq!(h.trailing_failures(at(10, 5, 1, 7)), 3);
+        // A put or a get since (through the ring, or through this lcore's
+        // cache), or another lcore asking: the run is over.
+        assert_eq!(h.trailing_failures(at(11, 5, 1, 7)), 0);
+        assert_eq!(h.trailing_failures(at(10, 6, 1, 7)), 0);
+        assert_eq!(h.trailing_failures(at(10, 5, 1, 8)), 0);
+        assert_eq!(h.trailing_failures(at(10, 5, 2, 7)), 0);
+        h.count_get_failure(at(10, 5, 1, 8));
+        assert_eq!(h.trailing_failures(at(10, 5, 1, 8)), 1);
+        // A success that changes no mark (a cache hit without accounting)
+        // clears it explicitly.
         h.clear_trailing_failures();
-        assert_eq!(h.trailing_failures((11, 5)), 0);
-        h.count_get_failure((11, 5));
-        assert_eq!(h.trailing_failures((11, 5)), 1);
+        assert_eq!(h.trailing_failures(at(10, 5, 1, 8)), 0);
+        h.count_get_failure(at(10, 5, 1, 8));
+        assert_eq!(h.trailing_failures(at(10, 5, 1, 8)), 1);
         assert_eq!(h.get_failures.load(Ordering::Relaxed), 5);
     }
 }

@@ -68,6 +68,28 @@ impl PoolCore {
         self.caches().map(LcoreCache::len).sum()
     }
 
+    /// A value that changes whenever the ring moves or lcore `lcore`'s line
+    /// changes: the ring's `(enqueued, dequeued)` totals, the lcore id, and
+    /// its cache's `len | hold` word (0 for an id without one). Two equal
+    /// marks taken by one thread mean that no get or put moved an object
+    /// through the ring or through that lcore's cache in between, so that
+    /// failed gets of that thread were consecutive. [`MARK_SEES_CACHE`]
+    /// says whether cache traffic shows: without `accounting` a get and a
+    /// put of the same size leave the word unchanged.
+    ///
+    /// [`MARK_SEES_CACHE`]: PoolCore::MARK_SEES_CACHE
+    pub fn activity_mark(&self, lcore: u32) -> [u64; 4] {
+        let (enqueued, dequeued) = self.ring().totals();
+        let word = self.cache(lcore).map_or(0, LcoreCache::activity);
+        [enqueued as u64, dequeued as u64, u64::from(lcore), word]
+    }
+
+    /// Whether [`activity_mark`](PoolCore::activity_mark) changes with
+    /// every get and put of an lcore's cache (with `accounting`); when not,
+    /// a caller that counts consecutive failures must reset its count on
+    /// every cache hit itself.
+    pub const MARK_SEES_CACHE: bool = ACCOUNTING;
+
     /// Objects in lcore `lcore`'s cache (0 for an id without one).
     pub fn cache_len(&self, lcore: u32) -> usize {
         self.cache(lcore).map_or(0, LcoreCache::len)

@@ -33,7 +33,9 @@ pub(super) unsafe fn dequeue(
                     if z.core
                         .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, 1))
                     {
-                        z.header.clear_trailing_failures();
+                        if !PoolCore::MARK_SEES_CACHE {
+                            z.header.clear_trailing_failures();
+                        }
                         return 0;
                     }
                 }
@@ -60,7 +62,9 @@ unsafe fn dequeue_cached_bulk(
     // `put::enqueue`.
     if unsafe { core.try_get_cached_bulk(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) }
     {
-        header.clear_trailing_failures();
+        if !PoolCore::MARK_SEES_CACHE {
+            header.clear_trailing_failures();
+        }
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.
@@ -105,7 +109,8 @@ unsafe fn get_direct(
     // `put::enqueue`.
     if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
         // No `clear_trailing_failures`: the get moved the ring, which ends
-        // a run of failures (see `ZoneHeader::count_get_failure`).
+        // a run of failures (see `ZoneHeader::count_get_failure`), as every
+        // cache hit does where `PoolCore::MARK_SEES_CACHE`.
         return 0;
     }
     if n > 1 && !core.has_direct_slot(lcore, false) {
@@ -164,7 +169,8 @@ fn get_failed(mp: *mut sys::rte_mempool, z: &zone::Zone<'_>, e: PoolError) -> c_
         log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
         pool_errno(&e)
     } else if let PoolError::Exhausted { .. } = e {
-        z.header.count_get_failure(z.core.ring().totals());
+        z.header
+            .count_get_failure(z.core.activity_mark(sys::lcore_id()));
         log!(Level::Debug, "dequeue on pool {}: {e}", pool_name(mp));
         pool_errno(&e)
     } else {

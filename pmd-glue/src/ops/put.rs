@@ -20,11 +20,12 @@ use crate::{log, zone};
 /// direct path (single objects apart, so that each is a leaf function).
 /// Everything else goes through [`enqueue_slow`].
 ///
-/// With the handler cache on, the trailing-failure hint is cleared before
-/// the put: once the last buffer is back a deferred release may free the
-/// zone, so the put must be our last touch of it. With it off, the hint is
-/// left alone: a put moves the ring, which ends a run of failures by itself
-/// (`ZoneHeader::count_get_failure`).
+/// The trailing-failure hint is left alone: a put moves the ring or the
+/// lcore's cache line, which ends a run of failures by itself
+/// (`ZoneHeader::count_get_failure`). Only in a build whose activity mark
+/// does not see cache traffic (`PoolCore::MARK_SEES_CACHE`) does the cache
+/// path clear it, before the put: once the last buffer is back a deferred
+/// release may free the zone, so the put must be our last touch of it.
 #[inline(always)]
 pub(super) unsafe fn enqueue(
     mp: *mut sys::rte_mempool,
@@ -45,7 +46,9 @@ pub(super) unsafe fn enqueue(
                 // One object: the length a constant, so the copy is
                 // one move and the length update one add.
                 (false, 1) => {
-                    z.header.clear_trailing_failures();
+                    if !PoolCore::MARK_SEES_CACHE {
+                        z.header.clear_trailing_failures();
+                    }
                     if z.core
                         .try_put_cached(lcore, core::slice::from_raw_parts(objs, 1))
                     {
@@ -73,8 +76,10 @@ unsafe fn enqueue_cached_bulk(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // Cleared before the put, as in `enqueue`.
-    header.clear_trailing_failures();
+    // Cleared before the put where it must be, as in `enqueue`.
+    if !PoolCore::MARK_SEES_CACHE {
+        header.clear_trailing_failures();
+    }
     // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
     // caller's own (as in `enqueue`).
     if unsafe { core.try_put_cached_bulk(lcore, core::slice::from_raw_parts(objs, n as usize)) } {

@@ -104,6 +104,6 @@ fn missing_objects(z: &zone::Zone<'_>, st: &mempool::PoolStats) -> i64 {
     // Written by this thread's take-back loop (see
     // `ZoneHeader::trailing_get_failures`).
     z.header
-        .trailing_failures(z.core.ring().totals())
+        .trailing_failures(z.core.activity_mark(sys::lcore_id()))
         .saturating_sub(st.in_caches as u64) as i64
 }
