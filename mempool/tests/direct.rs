@@ -290,3 +290,52 @@ fn cache_off_leaves_the_cache_fast_path_to_the_direct_one() {
     assert_exactly_once(&pool);
     assert_exactly_once(&cached);
 }
+
+/// A slot looked up once (`direct_slot_of`) serves the lcore's gets and
+/// puts as `try_get_direct` / `try_put_direct` would, counted on that
+/// lcore's line; a caller without one has none; a slot looked up before a
+/// drain began still serves what was in flight, and the next look-up finds
+/// none for gets (puts keep theirs until the release).
+#[test]
+fn a_slot_looked_up_once_serves_like_the_lookup_each_time() {
+    let pool = populated_pool(cfg(0), 0);
+    assert!(pool.direct_slot_of(u32::MAX, false).is_none());
+    assert!(pool.direct_slot_of(4, true).is_none(), "past max_lcores");
+    let get = pool
+        .direct_slot_of(2, false)
+        .expect("lcore 2 has a get slot");
+    let put = pool.direct_slot_of(2, true).expect("and a put slot");
+    let mut out = [null_mut(); 8];
+    // SAFETY: one thread, acting as lcore 2; objects of `pool`.
+    assert!(unsafe { pool.try_get_direct_at(get, &mut out) });
+    assert_eq!(pool.inflight(), 8);
+    assert_eq!(pool.ring().len(), 56);
+    let mut bad = out;
+    bad[3] = null_mut();
+    // SAFETY: as above.
+    assert!(
+        !unsafe { pool.try_put_direct_at(put, &bad) },
+        "a null object"
+    );
+    assert_eq!(pool.inflight(), 8);
+    // SAFETY: as above.
+    assert!(unsafe { pool.try_put_direct_at(put, &out) });
+    assert_eq!(pool.inflight(), 0);
+    let s = pool.stats();
+    if s.accounting {
+        assert_eq!(s.hold, 8, "counted on lcore 2's line: {s:?}");
+    }
+    // SAFETY: as above.
+    assert!(unsafe { pool.try_get_direct_at(get, &mut out[..2]) });
+    let mut m = CountingMapper::default();
+    pool.begin_drain(0, &mut m).unwrap();
+    assert!(
+        pool.direct_slot_of(2, false).is_none(),
+        "draining: no get slot"
+    );
+    let put = pool.direct_slot_of(2, true).expect("puts are still taken");
+    // SAFETY: as above.
+    assert!(unsafe { pool.try_put_direct_at(put, &out[..2]) });
+    assert_eq!(pool.inflight(), 0);
+    assert_conserved(&pool);
+}

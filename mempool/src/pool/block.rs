@@ -296,6 +296,12 @@ impl PoolCore {
     }
 }
 
+/// An lcore's counters on the cache-off fast paths, as
+/// [`PoolCore::direct_slot_of`] found them (the slot of one lcore, which only
+/// that lcore's thread may use).
+#[derive(Clone, Copy)]
+pub struct DirectSlot<'a>(pub(super) &'a LcoreCache);
+
 /// Which cache slot a fast path may use.
 impl PoolCore {
     /// [`cache`](PoolCore::cache) for the inlined fast paths: `None` also in
@@ -308,14 +314,25 @@ impl PoolCore {
 
     /// Whether `lcore` has a slot on the cache-off get path (`put`: the put
     /// path) now: `false` for a caller without one, in validation mode and
-    /// once the pool is past the state that path serves. A caller that saw
-    /// [`try_get_direct`](PoolCore::try_get_direct) fail for a bulk uses it
-    /// to choose between [`try_get_shared`](PoolCore::try_get_shared) and
-    /// `get`.
+    /// once the pool is past the state that path serves.
     #[inline(always)]
     pub fn has_direct_slot(&self, lcore: u32, put: bool) -> bool {
+        self.direct_slot_of(lcore, put).is_some()
+    }
+
+    /// `lcore`'s slot on the cache-off get path (`put`: the put path), for
+    /// [`try_get_direct_at`](PoolCore::try_get_direct_at) /
+    /// [`try_put_direct_at`](PoolCore::try_put_direct_at); `None` where
+    /// [`has_direct_slot`](PoolCore::has_direct_slot) is `false`, and the
+    /// caller then takes [`try_get_shared`](PoolCore::try_get_shared) /
+    /// [`try_put_shared`](PoolCore::try_put_shared) for a bulk. A caller
+    /// that dispatches on it before any stack frame is set up sends a
+    /// caller without a slot straight to its own path, with no look-up
+    /// left for the lcore path to repeat.
+    #[inline(always)]
+    pub fn direct_slot_of(&self, lcore: u32, put: bool) -> Option<DirectSlot<'_>> {
         self.direct_slot(lcore, if put { PUT_BOUND } else { GET_BOUND })
-            .is_some()
+            .map(DirectSlot)
     }
 
     /// The counters' slot of `lcore` for the cache-off fast paths, `None`

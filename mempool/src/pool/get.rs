@@ -21,11 +21,10 @@
 
 use core::ffi::c_void;
 
-use super::PoolCore;
+use super::{DirectSlot, PoolCore};
 use crate::error::PoolError;
 use crate::inflight;
 use crate::lcore_cache::LcoreCache;
-use crate::state::GET_BOUND;
 
 impl PoolCore {
     /// The get fast path alone, for a caller that wants it inlined into its
@@ -104,9 +103,26 @@ impl PoolCore {
     /// As for [`get`](PoolCore::get).
     #[inline(always)]
     pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
-        let Some(c) = self.direct_slot(lcore, GET_BOUND) else {
-            return out.len() == 1 && self.try_get_shared(out);
-        };
+        match self.direct_slot_of(lcore, false) {
+            // SAFETY: forwarded; the slot is the caller's own lcore's.
+            Some(slot) => unsafe { self.try_get_direct_at(slot, out) },
+            None => out.len() == 1 && self.try_get_shared(out),
+        }
+    }
+
+    /// [`try_get_direct`](PoolCore::try_get_direct) with the slot already
+    /// looked up ([`direct_slot_of`](PoolCore::direct_slot_of)): `false`,
+    /// having changed nothing, where `get` must decide. The slot may have
+    /// been closed since the look-up (a shutdown): the get is then served
+    /// or refused as it would have been just before the close, as any get
+    /// that was already past the check.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get); `slot` is the calling lcore's own,
+    /// from this pool.
+    #[inline(always)]
+    pub unsafe fn try_get_direct_at(&self, slot: DirectSlot<'_>, out: &mut [*mut c_void]) -> bool {
+        let c = slot.0;
         let ring = self.ring();
         if out.len() == 1 {
             let Some(obj) = ring.dequeue_one() else {

@@ -66,6 +66,7 @@ mod put;
 mod test_hooks;
 
 pub use accounting::PoolStats;
+pub use block::DirectSlot;
 pub use heap_pool::HeapPool;
 pub use identity::BuildId;
 

@@ -19,13 +19,13 @@
 
 use core::ffi::c_void;
 
-use super::PoolCore;
+use super::{DirectSlot, PoolCore};
 use crate::error::PoolError;
 use crate::inflight;
 use crate::iova::VirtAddr;
 use crate::lcore_cache::LcoreCache;
 use crate::ptr_ring::RingError;
-use crate::state::{PoolState, PUT_BOUND};
+use crate::state::PoolState;
 use crate::validation::RejectKind;
 
 /// Objects checked per inner put in validation mode (a stack buffer).
@@ -85,9 +85,22 @@ impl PoolCore {
     /// As for [`put`](PoolCore::put).
     #[inline(always)]
     pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
-        let Some(c) = self.direct_slot(lcore, PUT_BOUND) else {
-            return objs.len() == 1 && self.try_put_shared(objs);
-        };
+        match self.direct_slot_of(lcore, true) {
+            // SAFETY: forwarded; the slot is the caller's own lcore's.
+            Some(slot) => unsafe { self.try_put_direct_at(slot, objs) },
+            None => objs.len() == 1 && self.try_put_shared(objs),
+        }
+    }
+
+    /// [`try_put_direct`](PoolCore::try_put_direct) with the slot already
+    /// looked up, as [`try_get_direct_at`](PoolCore::try_get_direct_at).
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put); `slot` is the calling lcore's own,
+    /// from this pool.
+    #[inline(always)]
+    pub unsafe fn try_put_direct_at(&self, slot: DirectSlot<'_>, objs: &[*mut c_void]) -> bool {
+        let c = slot.0;
         let ring = self.ring();
         let ok = if objs.len() == 1 {
             ring.enqueue_one(objs[0]).is_ok()

@@ -5,7 +5,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 
 use dpdk_sys as sys;
-use mempool::{PoolCore, PoolError};
+use mempool::{DirectSlot, PoolCore, PoolError};
 
 use super::report;
 use crate::error::{pool_errno, GlueError};
@@ -28,7 +28,14 @@ pub(super) unsafe fn dequeue(
         unsafe {
             match (z.core.is_direct(), n) {
                 (true, 1) => return dequeue_one_direct(mp, objs, z.core, lcore),
-                (true, _) => return dequeue_direct(mp, objs, n, z.core, lcore),
+                // The slot looked up here, before any stack frame: a caller
+                // without one goes straight to its own path.
+                (true, _) => {
+                    return match z.core.direct_slot_of(lcore, false) {
+                        Some(slot) => dequeue_direct(mp, objs, n, z.core, slot),
+                        None => dequeue_shared(mp, objs, n, z.core),
+                    }
+                }
                 (false, 1) => {
                     if z.core
                         .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, 1))
@@ -71,20 +78,33 @@ unsafe fn dequeue_cached_bulk(
     unsafe { dequeue_slow(mp, objs, n) }
 }
 
-/// `dequeue` with the handler cache off (see `put::enqueue_direct`).
+/// `dequeue` of a bulk with the handler cache off, for an lcore with a
+/// slot (see `put::enqueue_direct`).
 #[inline(never)]
 unsafe fn dequeue_direct(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
     n: c_uint,
     core: &PoolCore,
-    lcore: u32,
+    slot: DirectSlot<'_>,
 ) -> c_int {
-    // SAFETY: forwarded from `dequeue`.
-    unsafe { get_direct(mp, objs, n, core, lcore) }
+    // SAFETY: DPDK passes room for `n` object pointers; the slot is the
+    // caller's own lcore's (`dequeue` looked it up with its lcore id).
+    let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
+    // SAFETY: as above.
+    if unsafe { core.try_get_direct_at(slot, out) } {
+        // No `clear_trailing_failures`: the get moved the ring, which ends
+        // a run of failures (see `ZoneHeader::count_get_failure`), as every
+        // cache hit does where `PoolCore::MARK_SEES_CACHE`.
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
 }
 
-/// [`dequeue_direct`] of one object (see `put::enqueue_one_direct`).
+/// `dequeue` of one object with the handler cache off, from any caller
+/// (one without a slot is counted on the shared hold counter): the bulk
+/// length a constant, so the ring's single-slot path alone is compiled in.
 #[inline(never)]
 unsafe fn dequeue_one_direct(
     mp: *mut sys::rte_mempool,
@@ -92,37 +112,18 @@ unsafe fn dequeue_one_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // SAFETY: forwarded from `dequeue`, which asks for one object.
-    unsafe { get_direct(mp, objs, 1, core, lcore) }
-}
-
-/// The body of [`dequeue_direct`] and [`dequeue_one_direct`].
-#[inline(always)]
-unsafe fn get_direct(
-    mp: *mut sys::rte_mempool,
-    objs: *mut *mut c_void,
-    n: c_uint,
-    core: &PoolCore,
-    lcore: u32,
-) -> c_int {
-    // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
+    // SAFETY: DPDK passes room for one object pointer; the lcore id as in
     // `put::enqueue`.
-    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
-        // No `clear_trailing_failures`: the get moved the ring, which ends
-        // a run of failures (see `ZoneHeader::count_get_failure`), as every
-        // cache hit does where `PoolCore::MARK_SEES_CACHE`.
+    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, 1)) } {
+        // No `clear_trailing_failures`, as in `dequeue_direct`.
         return 0;
     }
-    if n > 1 && !core.has_direct_slot(lcore, false) {
-        // SAFETY: forwarded DPDK arguments.
-        return unsafe { dequeue_shared(mp, objs, n, core) };
-    }
     // SAFETY: forwarded DPDK arguments.
-    unsafe { dequeue_slow(mp, objs, n) }
+    unsafe { dequeue_slow(mp, objs, 1) }
 }
 
-/// A bulk [`get_direct`] did not serve for a caller without a slot (see
-/// `put::enqueue_shared`).
+/// `dequeue` of a bulk with the handler cache off, for a caller without a
+/// slot (see `put::enqueue_shared`).
 #[inline(never)]
 unsafe fn dequeue_shared(
     mp: *mut sys::rte_mempool,

@@ -5,7 +5,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 
 use dpdk_sys as sys;
-use mempool::{PoolCore, PoolError};
+use mempool::{DirectSlot, PoolCore, PoolError};
 
 use super::{report, setup};
 use crate::error::GlueError;
@@ -42,7 +42,14 @@ pub(super) unsafe fn enqueue(
         unsafe {
             match (z.core.is_direct(), n) {
                 (true, 1) => return enqueue_one_direct(mp, objs, z.core, lcore),
-                (true, _) => return enqueue_direct(mp, objs, n, z.core, lcore),
+                // The slot looked up here, before any stack frame: a caller
+                // without one goes straight to its own path.
+                (true, _) => {
+                    return match z.core.direct_slot_of(lcore, true) {
+                        Some(slot) => enqueue_direct(mp, objs, n, z.core, slot),
+                        None => enqueue_shared(mp, objs, n, z.core),
+                    }
+                }
                 // One object: the length a constant, so the copy is
                 // one move and the length update one add.
                 (false, 1) => {
@@ -89,22 +96,31 @@ unsafe fn enqueue_cached_bulk(
     unsafe { enqueue_slow(mp, objs, n) }
 }
 
-/// `enqueue` with the handler cache off: straight to the ring (a tail call
-/// from `enqueue`, whose cache path so needs no stack frame).
+/// `enqueue` of a bulk with the handler cache off, for an lcore with a
+/// slot: straight to the ring (a tail call from `enqueue`, whose cache path
+/// so needs no stack frame).
 #[inline(never)]
 unsafe fn enqueue_direct(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
     n: c_uint,
     core: &PoolCore,
-    lcore: u32,
+    slot: DirectSlot<'_>,
 ) -> c_int {
-    // SAFETY: forwarded from `enqueue`.
-    unsafe { put_direct(mp, objs, n, core, lcore) }
+    // SAFETY: DPDK passes `n` valid object pointers; the slot is the
+    // caller's own lcore's (`enqueue` looked it up with its lcore id).
+    let objs_slice = unsafe { core::slice::from_raw_parts(objs, n as usize) };
+    // SAFETY: as above.
+    if unsafe { core.try_put_direct_at(slot, objs_slice) } {
+        return 0;
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
 }
 
-/// [`enqueue_direct`] of one object: the bulk length a constant, so the
-/// ring's single-slot path alone is compiled in.
+/// `enqueue` of one object with the handler cache off, from any caller (one
+/// without a slot is counted on the shared release counter): the bulk
+/// length a constant, so the ring's single-slot path alone is compiled in.
 #[inline(never)]
 unsafe fn enqueue_one_direct(
     mp: *mut sys::rte_mempool,
@@ -112,34 +128,17 @@ unsafe fn enqueue_one_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // SAFETY: forwarded from `enqueue`, which passes one object.
-    unsafe { put_direct(mp, objs, 1, core, lcore) }
-}
-
-/// The body of [`enqueue_direct`] and [`enqueue_one_direct`].
-#[inline(always)]
-unsafe fn put_direct(
-    mp: *mut sys::rte_mempool,
-    objs: *const *mut c_void,
-    n: c_uint,
-    core: &PoolCore,
-    lcore: u32,
-) -> c_int {
-    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
+    // SAFETY: DPDK passes one valid object pointer; the lcore id is the
     // caller's own (as in `enqueue`).
-    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
+    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, 1)) } {
         return 0;
     }
-    if n > 1 && !core.has_direct_slot(lcore, true) {
-        // SAFETY: forwarded DPDK arguments.
-        return unsafe { enqueue_shared(mp, objs, n, core) };
-    }
     // SAFETY: forwarded DPDK arguments.
-    unsafe { enqueue_slow(mp, objs, n) }
+    unsafe { enqueue_slow(mp, objs, 1) }
 }
 
-/// A bulk [`put_direct`] did not take from a caller without a slot (a
-/// non-EAL thread): the ring, counted on the shared release counter, in a
+/// `enqueue` of a bulk with the handler cache off, for a caller without a
+/// slot (a non-EAL thread): the ring, counted on the shared release counter, in a
 /// function of its own so that the lcore path keeps its registers.
 #[inline(never)]
 unsafe fn enqueue_shared(
