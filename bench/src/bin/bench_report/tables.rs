@@ -264,10 +264,10 @@ fn mempool_intro(w: &mut String, d: &Data) {
     let _ = writeln!(w, "```\n{}\n```\n", d.meta("mempool_cmd"));
     let _ = writeln!(
         w,
-        "One process; one mbuf pool of {} mbufs per handler and cache setting, created with \
-         `rte_mempool_create_empty` + `rte_mempool_set_ops_byname` (for `ptr_ring` with a \
-         `struct ptr_ring_pool_config` that sets its own cache) and checked to use the named ops. \
-         Per row: a {} s untimed warm-up per handler, then {} rounds of {} s per handler, the order \
+        "One process. Every timed run has an mbuf pool of {} mbufs of its own, created just \
+         before it with `rte_mempool_create_empty` + `rte_mempool_set_ops_byname` (for \
+         `ptr_ring` with a `struct ptr_ring_pool_config` that sets its own cache), checked to use \
+         the named ops, and freed just after it, so that one pool exists at a time. {} Per row: a {} s untimed warm-up per handler, then {} rounds of {} s per handler, the order \
          rotated every round. One object = one get plus one put. `N kept`: each lane keeps N \
          objects out in a FIFO and puts back the oldest `bulk` once it holds more; `fill to N then \
          drain`: each lane gets until it holds N, then puts them all back; `handoff`: one lcore \
@@ -278,6 +278,7 @@ fn mempool_intro(w: &mut String, d: &Data) {
          ratio over the rounds in which `ring_mp_mc` ran at or above / below its median rate \
          (this VM has two speed modes that move every handler at once). {}\n",
         d.meta("pool_size"),
+        placement_note(d.meta("placement")),
         d.meta("warmup"),
         d.meta("rounds"),
         d.meta("secs"),
@@ -669,4 +670,19 @@ fn raw(w: &mut String, d: &Data) {
         }
     }
     let _ = writeln!(w, "```\n\n</details>");
+}
+
+/// What the report says about where the runs' memory lay (`mempool_bench
+/// --spacer`; `?`: a run from before it was recorded).
+fn placement_note(placement: &str) -> String {
+    match placement {
+        "per-round" => "Each round moves the pool (a spacer memzone reserved before it) and the \
+                        lanes' tables to another 64-byte step of a 4 KiB page, the same for every \
+                        handler of the round, so that a row's median averages over placements."
+            .into(),
+        "?" => {
+            "Every run's pool lay at one place (a run from before placements were varied).".into()
+        }
+        p => format!("Placement pinned: `{p}` before every pool (`--spacer`)."),
+    }
 }
