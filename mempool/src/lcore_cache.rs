@@ -230,21 +230,17 @@ impl LcoreCache {
         (Hold::HighHalf(&self.len_hold), &self.release)
     }
 
-    /// The packed `len | hold` word as any thread may read it: it changes
-    /// with every get and put of the owner's (the length, or the hold
-    /// count), except that without `accounting` a get and a put of the same
-    /// size leave it as it was (see [`PoolCore::activity_mark`]).
+    /// The packed `len | hold` word: exact for the owner; for any other
+    /// thread a recent value, which changes with every get and put of the
+    /// owner's (the length, or the hold count), except that without
+    /// `accounting` a get and a put of the same size leave it as it was
+    /// (see [`PoolCore::activity_mark`]).
     ///
     /// [`PoolCore::activity_mark`]: crate::PoolCore::activity_mark
-    pub(crate) fn activity(&self) -> u64 {
-        // Relaxed: compared with an earlier value of the same word only.
-        self.len_hold.load(Ordering::Relaxed)
-    }
-
-    /// The packed word (owner only: exact).
     #[inline(always)]
-    fn word(&self) -> u64 {
-        // Relaxed: we are the only writer.
+    pub(crate) fn word(&self) -> u64 {
+        // Relaxed: the owner is the only writer; another thread only
+        // compares the value with an earlier one of the same word.
         self.len_hold.load(Ordering::Relaxed)
     }
 

@@ -54,7 +54,7 @@ pub use inflight::{HoldRelease, InflightSnapshot, ACCOUNTING};
 pub use iova::{
     ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA,
 };
-pub use pool::{DirectSlot, HeapPool, PoolCore, PoolStats};
+pub use pool::{ActivityMark, DirectSlot, HeapPool, PoolCore, PoolStats};
 pub use ptr_ring::{HeapRing, PtrRing, RingError, RingLayout};
 pub use state::{PollOutcome, PoolState, ShutdownStats};
 pub use validation::{RejectKind, RejectStats};

@@ -153,9 +153,9 @@ fn callers_without_a_slot_take_bulks_through_the_shared_path() {
     // says why (no slot), so the caller takes the shared path.
     // SAFETY: one thread.
     assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out) });
-    assert!(!pool.has_direct_slot(u32::MAX, false));
-    assert!(!pool.has_direct_slot(4, true), "past max_lcores");
-    assert!(pool.has_direct_slot(3, false) && pool.has_direct_slot(3, true));
+    assert!(pool.direct_slot_of(u32::MAX, false).is_none());
+    assert!(pool.direct_slot_of(4, true).is_none(), "past max_lcores");
+    assert!(pool.direct_slot_of(3, false).is_some() && pool.direct_slot_of(3, true).is_some());
     assert!(pool.try_get_shared(&mut out));
     assert_eq!(pool.inflight(), 8);
     assert_eq!(pool.ring().len(), 56);
@@ -183,7 +183,7 @@ fn callers_without_a_slot_take_bulks_through_the_shared_path() {
     assert!(pool.try_get_shared(&mut out[..2]));
     let mut m = CountingMapper::default();
     pool.begin_drain(0, &mut m).unwrap();
-    assert!(!pool.has_direct_slot(0, false));
+    assert!(pool.direct_slot_of(0, false).is_none());
     assert!(!pool.try_get_shared(&mut out[2..4]));
     // Puts are still taken while draining.
     assert!(pool.try_put_shared(&out[..2]));
@@ -313,10 +313,8 @@ fn a_slot_looked_up_once_serves_like_the_lookup_each_time() {
     let mut bad = out;
     bad[3] = null_mut();
     // SAFETY: as above.
-    assert!(
-        !unsafe { pool.try_put_direct_at(put, &bad) },
-        "a null object"
-    );
+    let took = unsafe { pool.try_put_direct_at(put, &bad) };
+    assert!(!took, "a null object");
     assert_eq!(pool.inflight(), 8);
     // SAFETY: as above.
     assert!(unsafe { pool.try_put_direct_at(put, &out) });

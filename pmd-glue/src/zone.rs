@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use dpdk_sys as sys;
 use mempool::pool::BuildId;
-use mempool::{PoolConfig, PoolCore, PoolLayout};
+use mempool::{ActivityMark, PoolConfig, PoolCore, PoolLayout};
 
 use crate::error::GlueError;
 use crate::port::ReleaseLock;
@@ -107,7 +107,7 @@ pub struct ZoneHeader {
     /// cache line, which every success changes. So no fast path touches it,
     /// except the handler cache's in a build without `accounting`, whose
     /// mark does not see cache hits (see
-    /// [`ZoneHeader::clear_trailing_failures`]).
+    /// [`ZoneHeader::note_cache_hit`]).
     pub trailing_get_failures: AtomicU64,
     /// Gets that failed for lack of objects, ever.
     pub get_failures: AtomicU64,
@@ -127,11 +127,26 @@ const _: () = assert!(size_of::<ZoneHeader>() == HEADER_BYTES);
 const _: () = assert!(offset_of!(ZoneHeader, family) == 8 && offset_of!(ZoneHeader, build) == 16);
 
 impl ZoneHeader {
-    /// A successful get or put ends a run of failed gets: for the fast
-    /// paths of a build whose activity mark does not see them
-    /// (`PoolCore::MARK_SEES_CACHE`), and the checked get. Written only
-    /// when set, so the common case is one load from the line that holds
-    /// the magic (read anyway).
+    /// A handler-cache hit (get or put) ends a run of failed gets: nothing
+    /// to do where the activity mark sees it (`PoolCore::MARK_SEES_CACHE`,
+    /// the default build), else [`clear_trailing_failures`]. The one place
+    /// the cache fast paths decide; compiled away with `accounting`. A put
+    /// calls it before its put: once the last buffer is back a deferred
+    /// release may free the zone.
+    ///
+    /// [`clear_trailing_failures`]: ZoneHeader::clear_trailing_failures
+    #[inline(always)]
+    pub fn note_cache_hit(&self) {
+        if !PoolCore::MARK_SEES_CACHE {
+            self.clear_trailing_failures();
+        }
+    }
+
+    /// A successful get or put ends a run of failed gets: for the checked
+    /// get, and the cache fast paths of a build whose activity mark does not
+    /// see them ([`note_cache_hit`](ZoneHeader::note_cache_hit)). Written
+    /// only when set, so the common case is one load from the line that
+    /// holds the magic (read anyway).
     #[inline(always)]
     pub fn clear_trailing_failures(&self) {
         // Relaxed: a hint for `ops::free`, which reads it after the
@@ -147,7 +162,7 @@ impl ZoneHeader {
     /// failure, and restarts at one if it has (an object went through the
     /// ring or that lcore's cache in between, or another lcore failed, so
     /// the earlier failures were not trailing).
-    pub fn count_get_failure(&self, mark: [u64; 4]) {
+    pub fn count_get_failure(&self, mark: ActivityMark) {
         self.get_failures.fetch_add(1, Ordering::Relaxed);
         if self.still_at_mark(mark) {
             self.trailing_get_failures.fetch_add(1, Ordering::Relaxed);
@@ -163,7 +178,7 @@ impl ZoneHeader {
     /// thread's activity mark now: the count of the last run of failures if
     /// the mark has not moved since it, else 0 (a get or put since then, or
     /// the failures were another lcore's).
-    pub fn trailing_failures(&self, mark: [u64; 4]) -> u64 {
+    pub fn trailing_failures(&self, mark: ActivityMark) -> u64 {
         if self.still_at_mark(mark) {
             // Relaxed: as in `count_get_failure`.
             self.trailing_get_failures.load(Ordering::Relaxed)
@@ -173,7 +188,7 @@ impl ZoneHeader {
     }
 
     /// Whether `mark` is that of the last failed get.
-    fn still_at_mark(&self, mark: [u64; 4]) -> bool {
+    fn still_at_mark(&self, mark: ActivityMark) -> bool {
         self.fail_mark
             .iter()
             .zip(mark)

@@ -6,6 +6,10 @@ use crate::lcore_cache::LcoreCache;
 use crate::state::{PoolState, ShutdownStats};
 use crate::validation::RejectStats;
 
+/// [`PoolCore::activity_mark`]: the ring's `(enqueued, dequeued)` totals,
+/// the lcore id and that lcore's `len | hold` word.
+pub type ActivityMark = [u64; 4];
+
 /// Everything a pool can tell about itself, read on demand by
 /// [`PoolCore::stats`].
 ///
@@ -78,9 +82,9 @@ impl PoolCore {
     /// put of the same size leave the word unchanged.
     ///
     /// [`MARK_SEES_CACHE`]: PoolCore::MARK_SEES_CACHE
-    pub fn activity_mark(&self, lcore: u32) -> [u64; 4] {
+    pub fn activity_mark(&self, lcore: u32) -> ActivityMark {
         let (enqueued, dequeued) = self.ring().totals();
-        let word = self.cache(lcore).map_or(0, LcoreCache::activity);
+        let word = self.cache(lcore).map_or(0, LcoreCache::word);
         [enqueued as u64, dequeued as u64, u64::from(lcore), word]
     }
 

@@ -312,19 +312,11 @@ impl PoolCore {
         unsafe { self.cache_below(lcore, self.hdr.fast_lcores) }
     }
 
-    /// Whether `lcore` has a slot on the cache-off get path (`put`: the put
-    /// path) now: `false` for a caller without one, in validation mode and
-    /// once the pool is past the state that path serves.
-    #[inline(always)]
-    pub fn has_direct_slot(&self, lcore: u32, put: bool) -> bool {
-        self.direct_slot_of(lcore, put).is_some()
-    }
-
-    /// `lcore`'s slot on the cache-off get path (`put`: the put path), for
-    /// [`try_get_direct_at`](PoolCore::try_get_direct_at) /
-    /// [`try_put_direct_at`](PoolCore::try_put_direct_at); `None` where
-    /// [`has_direct_slot`](PoolCore::has_direct_slot) is `false`, and the
-    /// caller then takes [`try_get_shared`](PoolCore::try_get_shared) /
+    /// `lcore`'s slot on the cache-off get path (`put`: the put path) now,
+    /// for [`try_get_direct_at`](PoolCore::try_get_direct_at) /
+    /// [`try_put_direct_at`](PoolCore::try_put_direct_at); `None` for a
+    /// caller without one, in validation mode and once the pool is past the
+    /// state that path serves, and the caller then takes [`try_get_shared`](PoolCore::try_get_shared) /
     /// [`try_put_shared`](PoolCore::try_put_shared) for a bulk. A caller
     /// that dispatches on it before any stack frame is set up sends a
     /// caller without a slot straight to its own path, with no look-up

@@ -141,7 +141,7 @@ impl PoolCore {
     /// `get` does for it (the ring, the shared hold counter), without the
     /// checked entry. `false`, having changed nothing, in validation mode
     /// and wherever `get` must decide. Correct for any caller, but meant
-    /// for those without a slot (see [`has_direct_slot`](PoolCore::has_direct_slot)):
+    /// for those without a slot (see [`direct_slot_of`](PoolCore::direct_slot_of)):
     /// `try_get_direct` serves single objects for them itself, a caller
     /// inlines this for their bulks into a function of its own. It uses
     /// the ring's always-inlined bulk operations: with a second call site

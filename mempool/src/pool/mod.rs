@@ -65,7 +65,7 @@ mod put;
 #[cfg(any(test, feature = "test-hooks"))]
 mod test_hooks;
 
-pub use accounting::PoolStats;
+pub use accounting::{ActivityMark, PoolStats};
 pub use block::DirectSlot;
 pub use heap_pool::HeapPool;
 pub use identity::BuildId;

@@ -40,9 +40,7 @@ pub(super) unsafe fn dequeue(
                     if z.core
                         .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, 1))
                     {
-                        if !PoolCore::MARK_SEES_CACHE {
-                            z.header.clear_trailing_failures();
-                        }
+                        z.header.note_cache_hit();
                         return 0;
                     }
                 }
@@ -69,9 +67,7 @@ unsafe fn dequeue_cached_bulk(
     // `put::enqueue`.
     if unsafe { core.try_get_cached_bulk(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) }
     {
-        if !PoolCore::MARK_SEES_CACHE {
-            header.clear_trailing_failures();
-        }
+        header.note_cache_hit();
         return 0;
     }
     // SAFETY: forwarded DPDK arguments.

@@ -23,9 +23,10 @@ use crate::{log, zone};
 /// The trailing-failure hint is left alone: a put moves the ring or the
 /// lcore's cache line, which ends a run of failures by itself
 /// (`ZoneHeader::count_get_failure`). Only in a build whose activity mark
-/// does not see cache traffic (`PoolCore::MARK_SEES_CACHE`) does the cache
-/// path clear it, before the put: once the last buffer is back a deferred
-/// release may free the zone, so the put must be our last touch of it.
+/// does not see cache traffic does the cache path clear it
+/// (`ZoneHeader::note_cache_hit`), before the put: once the last buffer is
+/// back a deferred release may free the zone, so the put must be our last
+/// touch of it.
 #[inline(always)]
 pub(super) unsafe fn enqueue(
     mp: *mut sys::rte_mempool,
@@ -53,9 +54,7 @@ pub(super) unsafe fn enqueue(
                 // One object: the length a constant, so the copy is
                 // one move and the length update one add.
                 (false, 1) => {
-                    if !PoolCore::MARK_SEES_CACHE {
-                        z.header.clear_trailing_failures();
-                    }
+                    z.header.note_cache_hit();
                     if z.core
                         .try_put_cached(lcore, core::slice::from_raw_parts(objs, 1))
                     {
@@ -83,10 +82,8 @@ unsafe fn enqueue_cached_bulk(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
-    // Cleared before the put where it must be, as in `enqueue`.
-    if !PoolCore::MARK_SEES_CACHE {
-        header.clear_trailing_failures();
-    }
+    // Before the put, as in `enqueue`.
+    header.note_cache_hit();
     // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
     // caller's own (as in `enqueue`).
     if unsafe { core.try_put_cached_bulk(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
@@ -138,8 +135,9 @@ unsafe fn enqueue_one_direct(
 }
 
 /// `enqueue` of a bulk with the handler cache off, for a caller without a
-/// slot (a non-EAL thread): the ring, counted on the shared release counter, in a
-/// function of its own so that the lcore path keeps its registers.
+/// slot (a non-EAL thread): the ring, counted on the shared release
+/// counter, in a function of its own so that the lcore path keeps its
+/// registers.
 #[inline(never)]
 unsafe fn enqueue_shared(
     mp: *mut sys::rte_mempool,
