@@ -267,7 +267,8 @@ fn mempool_intro(w: &mut String, d: &Data) {
         "One process. Every timed run has an mbuf pool of {} mbufs of its own, created just \
          before it with `rte_mempool_create_empty` + `rte_mempool_set_ops_byname` (for \
          `ptr_ring` with a `struct ptr_ring_pool_config` that sets its own cache), checked to use \
-         the named ops, and freed just after it, so that one pool exists at a time. {} Per row: a {} s untimed warm-up per handler, then {} rounds of {} s per handler, the order \
+         the named ops, and freed just after it, so that one pool exists at a time. {} Per row: \
+         a {} s untimed warm-up per handler, then {} rounds of {} s per handler, the order \
          rotated every round. One object = one get plus one put. `N kept`: each lane keeps N \
          objects out in a FIFO and puts back the oldest `bulk` once it holds more; `fill to N then \
          drain`: each lane gets until it holds N, then puts them all back; `handoff`: one lcore \

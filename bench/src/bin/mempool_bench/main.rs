@@ -237,10 +237,7 @@ impl Bench {
             bulk: key.bulk,
             kept: key.kept,
             pattern: key.pattern,
-            skew: std::env::var("BENCH_SKEW")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(spot.skew),
+            skew: spot.skew,
             duration: (secs * self.tsc_hz) as u64,
             ready: AtomicU32::new(0),
             go: AtomicBool::new(false),
