@@ -48,37 +48,42 @@ unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
     // SAFETY: octet `k` covers pointers `8k..8k + 8`, inside `objs` for
     // `k < octets`; unaligned reads of the caller's own pointer words.
     // Registers: the block writes `ymm0`-`ymm3`, and `vzeroupper` zeroes
-    // the upper halves of every vector register, so it declares the C
-    // ABI's caller-saved registers clobbered (every vector register in
-    // SysV, `zmm16`-`zmm31` and the mask registers included): code around
-    // it compiled for AVX (`-C target-cpu=native`, a caller with
+    // the upper halves of `ymm0`-`ymm15`, so it declares all sixteen
+    // clobbered, as `clobber_abi("C")` does (a clobbered `xmmN` is the whole
+    // `xmmN`/`ymmN`/`zmmN` to the compiler): code around it compiled for AVX
+    // (`-C target-cpu=native`, a caller with
     // `#[target_feature(enable = "avx2")]` that inlines the ring) keeps
-    // nothing in them across the block. `clobber_abi` allows only explicit
-    // registers as operands: the pointer in `rdi`, the count in `rsi`, the
-    // result in `al`, all caller-saved. `vzeroupper` leaves no dirty upper
-    // state behind for the SSE code that follows.
+    // nothing in them across the block. It touches no other vector or mask
+    // register (`zmm16`-`zmm31`, `k0`-`k7`), and it leaves the general
+    // registers to the compiler: `clobber_abi` would also clobber every
+    // caller-saved one, which cost 18 moves per bulk to keep the ring's
+    // live values in callee-saved registers. `vzeroupper` leaves no dirty
+    // upper state behind for the SSE code that follows.
     unsafe {
         core::arch::asm!(
             "vpxor ymm0, ymm0, ymm0",
             "vpxor ymm1, ymm1, ymm1",
-            "test rsi, rsi",
+            "test {n}, {n}",
             "jz 3f",
             "2:",
-            "vpcmpeqq ymm2, ymm0, [rdi]",
-            "vpcmpeqq ymm3, ymm0, [rdi + 32]",
+            "vpcmpeqq ymm2, ymm0, [{p}]",
+            "vpcmpeqq ymm3, ymm0, [{p} + 32]",
             "vpor ymm1, ymm1, ymm2",
             "vpor ymm1, ymm1, ymm3",
-            "add rdi, 64",
-            "dec rsi",
+            "add {p}, 64",
+            "dec {n}",
             "jnz 2b",
             "3:",
             "vptest ymm1, ymm1",
-            "setnz al",
+            "setnz {f}",
             "vzeroupper",
-            inout("rdi") objs.as_ptr() => _,
-            inout("rsi") octets => _,
-            out("al") found,
-            clobber_abi("C"),
+            p = inout(reg) objs.as_ptr() => _,
+            n = inout(reg) octets => _,
+            f = out(reg_byte) found,
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
             options(nostack, readonly),
         );
     }
@@ -174,16 +179,21 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
                 "add {d}, 64",
                 "dec {q}",
                 "jnz 2b",
+                // The last 0-3 pairs straight, two then one: no loop.
                 "3:",
-                "test {r}, {r}",
-                "jz 5f",
+                "test {r}, 2",
+                "jz 4f",
+                "movdqu {x0}, [{s}]",
+                "movdqu {x1}, [{s} + 16]",
+                "movdqa [{d}], {x0}",
+                "movdqa [{d} + 16], {x1}",
+                "add {s}, 32",
+                "add {d}, 32",
                 "4:",
+                "test {r}, 1",
+                "jz 5f",
                 "movdqu {x0}, [{s}]",
                 "movdqa [{d}], {x0}",
-                "add {s}, 16",
-                "add {d}, 16",
-                "dec {r}",
-                "jnz 4b",
                 "5:",
                 s = inout(reg) objs.as_ptr().add(i) => _,
                 d = inout(reg) run.as_ptr().add(i) => _,
@@ -391,14 +401,17 @@ pub(super) fn clear_run(run: &[AtomicUsize]) {
                 "add {d}, 64",
                 "dec {q}",
                 "jnz 2b",
+                // The last 0-3 pairs straight, as in `fill_run`.
                 "3:",
-                "test {r}, {r}",
-                "jz 5f",
-                "4:",
+                "test {r}, 2",
+                "jz 4f",
                 "movaps [{d}], {z}",
-                "add {d}, 16",
-                "dec {r}",
-                "jnz 4b",
+                "movaps [{d} + 16], {z}",
+                "add {d}, 32",
+                "4:",
+                "test {r}, 1",
+                "jz 5f",
+                "movaps [{d}], {z}",
                 "5:",
                 d = inout(reg) run.as_ptr().add(i) => _,
                 q = inout(reg) pairs / 4 => _,
