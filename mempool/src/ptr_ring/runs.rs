@@ -129,6 +129,61 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
     }
 }
 
+/// The walk over a run of slots that [`fill_run`] and [`clear_run`] share,
+/// as one `asm!` block: the run's start in `{d}` and its length in `{n}`
+/// (both consumed), a scratch register `{t}`. In sequence order: `setup`
+/// once (for a run that is not empty), a lone first slot (`one`) when `{d}`
+/// is off a 16-byte boundary, eight slots per loop turn (`eight`, four
+/// aligned 16-byte pairs), then four, two and one slot as the rest's bits
+/// say (`four`, `two`, `one`): the first slot is alone exactly when it is
+/// not aligned, so every pair store after it is. Each snippet advances the
+/// pointers past what it wrote. All of the bookkeeping is in the block, on
+/// the count's bits: no loop for the last 0-7 slots, no split computed
+/// outside.
+#[cfg(ring_asm)]
+macro_rules! slot_run_asm {
+    (
+        setup: [$($setup:literal),*],
+        one: [$($one:literal),*],
+        two: [$($two:literal),*],
+        four: [$($four:literal),*],
+        eight: [$($eight:literal),*],
+        $($operands:tt)*
+    ) => {
+        core::arch::asm!(
+            "test {n}, {n}",
+            "jz 9f",
+            $($setup,)*
+            "test {d:l}, 8",
+            "jz 2f",
+            $($one,)*
+            "dec {n}",
+            "2:",
+            "mov {t}, {n}",
+            "shr {t}, 3",
+            "jz 4f",
+            "3:",
+            $($eight,)*
+            "dec {t}",
+            "jnz 3b",
+            "4:",
+            "test {n:l}, 4",
+            "jz 5f",
+            $($four,)*
+            "5:",
+            "test {n:l}, 2",
+            "jz 6f",
+            $($two,)*
+            "6:",
+            "test {n:l}, 1",
+            "jz 9f",
+            $($one,)*
+            "9:",
+            $($operands)*
+        )
+    };
+}
+
 /// Fills the slots of `run` with `objs` (same length), in sequence order,
 /// the aligned pairs with one 16-byte store each (half the stores of
 /// slot-by-slot; a ring's fills and clears are store-bound in big bulks).
@@ -150,23 +205,30 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
 pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
     debug_assert_eq!(run.len(), objs.len());
     let n = run.len().min(objs.len());
-    let (lead, pairs, last) = pair_split(&run[..n]);
-    if lead {
-        // Release: see above; the first slot alone, up to a 16-byte boundary.
-        run[0].store(objs[0] as usize, Ordering::Release);
-    }
-    if pairs > 0 {
-        let i = usize::from(lead);
-        // SAFETY: slots `i..i + 2 * pairs` are inside `run` and pointers
-        // `i..i + 2 * pairs` inside `objs`; the destination is 16-byte
-        // aligned (`pair_split`, slots are 8 bytes). The stores are atomic
-        // Release stores per slot (see above); the loads read the caller's
-        // own slice.
-        unsafe {
-            core::arch::asm!(
-                "test {q}, {q}",
-                "jz 3f",
-                "2:",
+    // SAFETY: the block writes slots `0..n` of `run` and reads pointers
+    // `0..n` of `objs`, each exactly once, in sequence order, in the shape
+    // of [`slot_run_asm`]; every pair store is 16-byte aligned. The stores
+    // are atomic Release stores per slot (see above); the loads read the
+    // caller's own slice.
+    unsafe {
+        slot_run_asm!(
+            setup: [],
+            one: ["mov {t}, [{s}]", "mov [{d}], {t}", "add {s}, 8", "add {d}, 8"],
+            two: [
+                "movdqu {x0}, [{s}]",
+                "movdqa [{d}], {x0}",
+                "add {s}, 16",
+                "add {d}, 16"
+            ],
+            four: [
+                "movdqu {x0}, [{s}]",
+                "movdqu {x1}, [{s} + 16]",
+                "movdqa [{d}], {x0}",
+                "movdqa [{d} + 16], {x1}",
+                "add {s}, 32",
+                "add {d}, 32"
+            ],
+            eight: [
                 "movdqu {x0}, [{s}]",
                 "movdqu {x1}, [{s} + 16]",
                 "movdqu {x2}, [{s} + 32]",
@@ -176,40 +238,18 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
                 "movdqa [{d} + 32], {x2}",
                 "movdqa [{d} + 48], {x3}",
                 "add {s}, 64",
-                "add {d}, 64",
-                "dec {q}",
-                "jnz 2b",
-                // The last 0-3 pairs straight, two then one: no loop.
-                "3:",
-                "test {r}, 2",
-                "jz 4f",
-                "movdqu {x0}, [{s}]",
-                "movdqu {x1}, [{s} + 16]",
-                "movdqa [{d}], {x0}",
-                "movdqa [{d} + 16], {x1}",
-                "add {s}, 32",
-                "add {d}, 32",
-                "4:",
-                "test {r}, 1",
-                "jz 5f",
-                "movdqu {x0}, [{s}]",
-                "movdqa [{d}], {x0}",
-                "5:",
-                s = inout(reg) objs.as_ptr().add(i) => _,
-                d = inout(reg) run.as_ptr().add(i) => _,
-                q = inout(reg) pairs / 4 => _,
-                r = inout(reg) pairs % 4 => _,
-                x0 = out(xmm_reg) _,
-                x1 = out(xmm_reg) _,
-                x2 = out(xmm_reg) _,
-                x3 = out(xmm_reg) _,
-                options(nostack),
-            );
-        }
-    }
-    if last {
-        // Release: see above; the last slot alone.
-        run[n - 1].store(objs[n - 1] as usize, Ordering::Release);
+                "add {d}, 64"
+            ],
+            s = inout(reg) objs.as_ptr() => _,
+            d = inout(reg) run.as_ptr() => _,
+            n = inout(reg) n => _,
+            t = out(reg) _,
+            x0 = out(xmm_reg) _,
+            x1 = out(xmm_reg) _,
+            x2 = out(xmm_reg) _,
+            x3 = out(xmm_reg) _,
+            options(nostack),
+        );
     }
 }
 
@@ -378,65 +418,29 @@ pub(super) fn clear_run(run: &[AtomicUsize]) {
 #[cfg(ring_asm)]
 #[inline(always)]
 pub(super) fn clear_run(run: &[AtomicUsize]) {
-    let (lead, pairs, last) = pair_split(run);
-    if lead {
-        // Release: see above.
-        run[0].store(0, Ordering::Release);
-    }
-    if pairs > 0 {
-        let i = usize::from(lead);
-        // SAFETY: slots `i..i + 2 * pairs` are inside `run`, 16-byte
-        // aligned (`pair_split`); atomic Release stores of 0 per slot (see
-        // above).
-        unsafe {
-            core::arch::asm!(
-                "xorps {z}, {z}",
-                "test {q}, {q}",
-                "jz 3f",
-                "2:",
+    // SAFETY: the block writes 0 to slots `0..run.len()` of `run`, each
+    // exactly once, in sequence order, in the shape of [`slot_run_asm`];
+    // atomic Release stores of 0 per slot (see above).
+    unsafe {
+        slot_run_asm!(
+            setup: ["xorps {z}, {z}"],
+            one: ["mov qword ptr [{d}], 0", "add {d}, 8"],
+            two: ["movaps [{d}], {z}", "add {d}, 16"],
+            four: ["movaps [{d}], {z}", "movaps [{d} + 16], {z}", "add {d}, 32"],
+            eight: [
                 "movaps [{d}], {z}",
                 "movaps [{d} + 16], {z}",
                 "movaps [{d} + 32], {z}",
                 "movaps [{d} + 48], {z}",
-                "add {d}, 64",
-                "dec {q}",
-                "jnz 2b",
-                // The last 0-3 pairs straight, as in `fill_run`.
-                "3:",
-                "test {r}, 2",
-                "jz 4f",
-                "movaps [{d}], {z}",
-                "movaps [{d} + 16], {z}",
-                "add {d}, 32",
-                "4:",
-                "test {r}, 1",
-                "jz 5f",
-                "movaps [{d}], {z}",
-                "5:",
-                d = inout(reg) run.as_ptr().add(i) => _,
-                q = inout(reg) pairs / 4 => _,
-                r = inout(reg) pairs % 4 => _,
-                z = out(xmm_reg) _,
-                options(nostack),
-            );
-        }
+                "add {d}, 64"
+            ],
+            d = inout(reg) run.as_ptr() => _,
+            n = inout(reg) run.len() => _,
+            t = out(reg) _,
+            z = out(xmm_reg) _,
+            options(nostack),
+        );
     }
-    if last {
-        // Release: see above.
-        run[run.len() - 1].store(0, Ordering::Release);
-    }
-}
-
-/// How paired stores cover `run`, in sequence order: whether its first slot
-/// goes alone (it does not start on a 16-byte boundary), how many aligned
-/// pairs follow it, and whether a last slot is left alone after them.
-#[cfg(ring_asm)]
-#[inline(always)]
-fn pair_split(run: &[AtomicUsize]) -> (bool, usize, bool) {
-    let n = run.len();
-    let lead = n > 0 && (run.as_ptr() as usize) & 15 != 0;
-    let pairs = (n - usize::from(lead)) / 2;
-    (lead, pairs, usize::from(lead) + 2 * pairs < n)
 }
 
 #[cfg(all(test, not(loom)))]
