@@ -191,7 +191,8 @@ macro_rules! slot_run_asm {
 /// Why this is sound: the stores are made in `asm!`, which Rust treats as
 /// unknown code that may access the slots the way the abstract machine
 /// allows: here as two 8-byte atomic Release stores per pair, in
-/// unspecified order between the two halves. x86-64 gives that: stores
+/// unspecified order between the two halves, and one for a lone first or
+/// last slot (an aligned 8-byte `mov`, atomic). x86-64 gives that: stores
 /// become visible in program order (TSO), so they are Release; an aligned
 /// 16-byte `movdqa` is one atomic access on every CPU with AVX (Intel's
 /// and AMD's manuals), and older CPUs split it into its two aligned
