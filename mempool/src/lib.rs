@@ -55,6 +55,6 @@ pub use iova::{
     ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA,
 };
 pub use pool::{ActivityMark, DirectSlot, HeapPool, PoolCore, PoolStats};
-pub use ptr_ring::{HeapRing, PtrRing, RingError, RingLayout};
+pub use ptr_ring::{HeapRing, PtrRing, RingError, RingLayout, SMALL_BULK_MAX};
 pub use state::{PollOutcome, PoolState, ShutdownStats};
 pub use validation::{RejectKind, RejectStats};

@@ -347,13 +347,11 @@ fn spsc_producer_vs_consumer_single_exactly_once() {
     }
 }
 
-/// Lockless mode, bulks: 4 slots, so the second bulk of each side straddles
-/// the wrap point (fill, copy and batched invalidation over two runs). Bulks
-/// come out whole and in order, each object exactly once.
-#[test]
-fn spsc_producer_vs_consumer_bulk_exactly_once() {
-    model(|| {
-        // Capacity 3, batch 2: 4 slots.
+/// A lockless (SPSC) ring of 4 slots (capacity 3, batch 2), objects 1 to
+/// 5 put in the bulks `puts` by one thread and taken in bulks of `takes` by
+/// another: they come out whole and in order, each exactly once.
+fn spsc_bulks_exactly_once(puts: &'static [&'static [usize]], takes: &'static [usize]) {
+    model(move || {
         let r = ring_spsc(3, 2);
         let data = Contents::new(5);
         let p = {
@@ -362,15 +360,19 @@ fn spsc_producer_vs_consumer_bulk_exactly_once() {
                 for i in 1..=5 {
                     data.write(i);
                 }
-                put(&r, &[obj(1), obj(2)]);
-                put(&r, &[obj(3), obj(4), obj(5)]);
+                for bulk in puts {
+                    let objs: Vec<_> = bulk.iter().map(|&i| obj(i)).collect();
+                    put(&r, &objs);
+                }
             })
         };
         let c = {
             let (r, data) = (r.clone(), data.clone());
             thread::spawn(move || {
-                let mut got = take(&r, 2);
-                got.extend(take(&r, 3));
+                let mut got = Vec::new();
+                for &n in takes {
+                    got.extend(take(&r, n));
+                }
                 for &i in &got {
                     data.check(i);
                 }
@@ -382,6 +384,22 @@ fn spsc_producer_vs_consumer_bulk_exactly_once() {
         assert!(r.is_empty());
         assert_eq!(r.len(), 0);
     });
+}
+
+/// Lockless mode, bulks: the second bulk of each side straddles the wrap
+/// point (fill, copy and batched invalidation over two runs).
+#[test]
+fn spsc_producer_vs_consumer_bulk_exactly_once() {
+    spsc_bulks_exactly_once(&[&[1, 2], &[3, 4, 5]], &[2, 3]);
+}
+
+/// Lockless mode, bulks of 2 (the small-bulk path): the third bulk of each
+/// side straddles the wrap point, where the fill, the copy and the
+/// invalidation go slot by slot; the producer's wrapped bulk needs the slot
+/// the consumer's previous invalidation clears.
+#[test]
+fn spsc_small_bulks_across_the_wrap_exactly_once() {
+    spsc_bulks_exactly_once(&[&[1], &[2, 3], &[4, 5]], &[1, 2, 2]);
 }
 
 /// Lockless mode, the consumer bursting whatever is there while the

@@ -4,7 +4,7 @@
 use core::ffi::c_void;
 
 use super::runs::{clear_run, copy_run, prefetch_for_clear, PREFETCH_FOR_CLEAR_MIN};
-use super::{PtrRing, RingError};
+use super::{PtrRing, RingError, SMALL_BULK_MAX};
 use crate::sync::{AtomicUsize, Ordering, Poisoned, SpinGuard};
 
 impl PtrRing {
@@ -85,6 +85,13 @@ impl PtrRing {
         let Ok(_guard) = self.consumer_guard() else {
             return Err(self.refused_dequeue(n));
         };
+        if n <= SMALL_BULK_MAX {
+            if !self.consume_small(out) {
+                return Err(RingError::NotEnough { requested: n });
+            }
+            locked();
+            return Ok(());
+        }
         // Relaxed: `head` is only written by the consumer side, and the
         // previous writer happens-before us (the consumer lock we hold, or
         // the single-consumer contract).
@@ -104,7 +111,7 @@ impl PtrRing {
         if crate::crash::before_head() && crate::crash::die() {
             return Ok(());
         }
-        self.publish_head(h.wrapping_add(n), false);
+        self.publish_head(h.wrapping_add(n), Clears::Runs);
         locked();
         Ok(())
     }
@@ -152,8 +159,47 @@ impl PtrRing {
         // Every clear inline: before this dequeue `head - tail < batch`, so
         // a due range is exactly `batch` slots long, and a call to
         // `invalidate` would make every caller save registers around it.
-        self.publish_head(h.wrapping_add(1), true);
+        self.publish_head(h.wrapping_add(1), Clears::Single);
         Some(obj as *mut c_void)
+    }
+
+    /// The bulk dequeue of 2 to [`SMALL_BULK_MAX`] objects, with the
+    /// consumer side held: one contiguous copy where the range does not
+    /// wrap, slot by slot where it does, with its invalidation on the same
+    /// terms (`Clears::Small`). The runs, the copy's size
+    /// classes and the paired clears of a big bulk cost a bulk of 4 about
+    /// as many instructions as a bulk of 32 (their setup), twice what
+    /// `rte_ring` spends on it. `false`, with nothing taken, when fewer
+    /// than `out.len()` objects are in the ring.
+    #[inline(always)]
+    fn consume_small(&self, out: &mut [*mut c_void]) -> bool {
+        let n = out.len();
+        // Relaxed: as in `dequeue_bulk`, the previous writer of `head`
+        // happens-before us (consumer lock or single-consumer contract).
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
+        // Acquire: as in `dequeue_bulk_then`, the last slot (and its pair
+        // partner) full means every slot of the range is, its fill visible.
+        if !self.reads_through(h, n, true) {
+            return false;
+        }
+        match self.contiguous(h, n) {
+            Some(run) => copy_run(run, out),
+            None => {
+                let mask = self.hdr.config.mask;
+                let mut i = h & mask;
+                for o in out.iter_mut() {
+                    // SAFETY: `i <= mask`, and the slot array has `mask + 1`
+                    // slots.
+                    let slot = unsafe { &*self.slots.as_ptr().add(i) };
+                    // Relaxed: the Acquire loads above made this slot's
+                    // fill visible, and nobody writes it before our clear.
+                    *o = slot.load(Ordering::Relaxed) as *mut c_void;
+                    i = (i + 1) & mask;
+                }
+            }
+        }
+        self.publish_head(h.wrapping_add(n), Clears::Small);
+        true
     }
 
     /// Clears `[tail, head)` (at least one slot) in sequence order, as
@@ -281,19 +327,17 @@ impl PtrRing {
             }
         };
         if got > 0 {
-            self.publish_head(h.wrapping_add(got), false);
+            self.publish_head(h.wrapping_add(got), Clears::Runs);
         }
         got
     }
 
-    /// Publishes the new head, then invalidates a batch when due: with the
-    /// plain loop of `clear_inline` after a single-object dequeue (`single`,
-    /// a constant at each caller), which keeps that path a leaf function,
-    /// else with the paired stores of `invalidate`.
+    /// Publishes the new head, then invalidates a batch when due, as
+    /// `clears` says (a constant at each caller).
     /// Called by the consumer side (lock held or single consumer) after
     /// reading every slot in `[old head, new_head)`.
     #[inline(always)]
-    fn publish_head(&self, new_head: usize, single: bool) {
+    fn publish_head(&self, new_head: usize, clears: Clears) {
         // Release pairs with the Acquire head load in `len`/`is_empty`. It is
         // stored before any slot is cleared: see `is_empty`.
         self.hdr.consumer.head.store(new_head, Ordering::Release);
@@ -308,10 +352,17 @@ impl PtrRing {
         if self.crash_clearing(tail, new_head) {
             return;
         }
-        if single {
-            self.clear_inline(tail, new_head);
-        } else {
-            self.invalidate(tail, new_head);
+        match clears {
+            Clears::Single => self.clear_inline(tail, new_head),
+            Clears::Small => match self.contiguous(tail, lag) {
+                Some(run) => {
+                    clear_run(run);
+                    // Relaxed: only the consumer side reads `tail`.
+                    self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
+                }
+                None => self.clear_inline(tail, new_head),
+            },
+            Clears::Runs => self.invalidate(tail, new_head),
         }
     }
 
@@ -332,4 +383,18 @@ impl PtrRing {
         // Relaxed: only the consumer side reads `tail`.
         self.hdr.consumer.tail.store(head, Ordering::Relaxed);
     }
+}
+
+/// How [`PtrRing::publish_head`] clears a due range.
+#[derive(Clone, Copy)]
+enum Clears {
+    /// After a single-object dequeue: the plain loop of `clear_inline`,
+    /// which keeps that path a leaf function (its due range is one batch).
+    Single,
+    /// After a small bulk (`consume_small`): the paired stores of
+    /// `clear_run` where the range does not wrap, else `clear_inline`; a
+    /// range at most `SMALL_BULK_MAX + batch - 1` slots long.
+    Small,
+    /// After a big bulk or a burst: `invalidate`, run by run.
+    Runs,
 }

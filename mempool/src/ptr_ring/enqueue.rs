@@ -3,7 +3,7 @@
 use core::ffi::c_void;
 
 use super::runs::{any_null, fill_run};
-use super::{PtrRing, RingError};
+use super::{PtrRing, RingError, SMALL_BULK_MAX};
 use crate::sync::{Ordering, Poisoned, SpinGuard};
 
 impl PtrRing {
@@ -89,6 +89,11 @@ impl PtrRing {
         let Ok(_guard) = self.producer_guard() else {
             return Err(self.refused_enqueue(n));
         };
+        if n <= SMALL_BULK_MAX {
+            self.produce_small(objs)?;
+            locked();
+            return Ok(());
+        }
         // Relaxed: `seq` is only written by the producer side, and the
         // previous writer happens-before us (the producer lock we hold, or
         // the single-producer contract).
@@ -104,19 +109,7 @@ impl PtrRing {
             return Err(RingError::NoSpace { requested: n });
         }
         let (a, b) = self.runs(p, n);
-        // Published before the fills, so a consumer can never be seen ahead
-        // of `seq` (pairs, through the Release fills below and the
-        // consumer's Release `head` store in `publish_head`, with the Acquire
-        // `head` load in `len`). Release (a plain store on x86) pairs with
-        // the first Acquire `seq` load in `len`: a reader that sees this
-        // `seq` sees every `head` store that happens-before this enqueue,
-        // so its `head` is not from an older lap.
-        self.hdr
-            .producer
-            .seq
-            .store(p.wrapping_add(n), Ordering::Release);
-        #[cfg(any(loom, feature = "crash-points"))]
-        if self.crash_filling(p, objs) {
+        if !self.publish_seq(p, objs) {
             return Ok(());
         }
         // Fills in sequence order (first run, then the wrapped one): the
@@ -175,6 +168,67 @@ impl PtrRing {
     /// poisoned side (nobody can hold it).
     pub(crate) fn wait_producers(&self) {
         let _ = self.producer_guard();
+    }
+
+    /// Moves the producer's `seq` past the bulk `objs` claims from `p`,
+    /// before its fills, so a consumer can never be seen ahead of `seq`
+    /// (pairs, through the Release fills and the consumer's Release `head`
+    /// store in `publish_head`, with the Acquire `head` load in `len`).
+    /// Release (a plain store on x86) pairs with the first Acquire `seq`
+    /// load in `len`: a reader that sees this `seq` sees every `head` store
+    /// that happens-before this enqueue, so its `head` is not from an older
+    /// lap. False when a crash point (tests only) stopped the enqueue here,
+    /// the fills left undone.
+    #[inline(always)]
+    fn publish_seq(&self, p: usize, objs: &[*mut c_void]) -> bool {
+        self.hdr
+            .producer
+            .seq
+            .store(p.wrapping_add(objs.len()), Ordering::Release);
+        #[cfg(any(loom, feature = "crash-points"))]
+        if self.crash_filling(p, objs) {
+            return false;
+        }
+        true
+    }
+
+    /// The bulk enqueue of 2 to [`SMALL_BULK_MAX`] objects (no null among
+    /// them), with the producer side held: one contiguous fill where the
+    /// range does not wrap, slot by slot in sequence order where it does,
+    /// as `consume_small` takes them; the same room check and order as a
+    /// big bulk.
+    #[inline(always)]
+    fn produce_small(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
+        let n = objs.len();
+        // Relaxed: as in `enqueue_bulk`, the previous writer of `seq`
+        // happens-before us (producer lock or single-producer contract).
+        let p = self.hdr.producer.seq.load(Ordering::Relaxed);
+        // Acquire: as in `enqueue_bulk_then`, the last slot (and its pair
+        // partner) free means every slot of the range is, its clear visible.
+        if !self.reads_through(p, n, false) {
+            return Err(RingError::NoSpace { requested: n });
+        }
+        if !self.publish_seq(p, objs) {
+            return Ok(());
+        }
+        match self.contiguous(p, n) {
+            Some(run) => fill_run(run, objs),
+            None => {
+                let mask = self.hdr.config.mask;
+                let mut i = p & mask;
+                for &o in objs {
+                    // SAFETY: `i <= mask`, and the slot array has `mask + 1`
+                    // slots.
+                    let slot = unsafe { &*self.slots.as_ptr().add(i) };
+                    // Release, in sequence order: pairs with the Acquire
+                    // loads in `dequeue_bulk`, `consume_one`,
+                    // `dequeue_burst` and `is_empty`, as `fill_run`'s do.
+                    slot.store(o as usize, Ordering::Release);
+                    i = (i + 1) & mask;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// [`enqueue_one`](PtrRing::enqueue_one) with the producer side already

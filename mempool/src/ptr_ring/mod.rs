@@ -110,6 +110,18 @@ pub const DEFAULT_BATCH: usize = 16;
 pub const BATCH_MIN_CAPACITY: usize = 64;
 /// Largest capacity accepted (slots are indexed by `usize`, sizes are powers of two).
 pub const MAX_CAPACITY: usize = 1 << 30;
+/// Bulks of 2 up to this many objects take the ring's small-bulk path
+/// (`produce_small`, `consume_small`): one contiguous run where the range
+/// does not wrap (a slot-by-slot loop where it does), no run split, no
+/// `memcpy` or prefetch test, and their invalidation on the same terms.
+/// Below a cache line of pointers that setup cost more than the copy
+/// itself. Under loom, 2: the models' bulks of 3 and 4 then still take the
+/// big path, and their bulks of 2 this one.
+#[cfg(not(loom))]
+pub const SMALL_BULK_MAX: usize = 8;
+/// See above.
+#[cfg(loom)]
+pub const SMALL_BULK_MAX: usize = 2;
 
 const RING_MAGIC: u64 = 0x7074_725f_7269_6e67; // "ptr_ring"
 
@@ -419,9 +431,29 @@ impl PtrRing {
         let reads = |s: &AtomicUsize| (s.load(Ordering::Acquire) != 0) == full;
         let last = self.slot(start.wrapping_add(n - 1));
         reads(last)
-            && (n < 2
-                || !runs::paired_with_previous(last)
-                || reads(self.slot(start.wrapping_add(n - 2))))
+            && (n < 2 || !runs::paired_with_previous(last) || {
+                // SAFETY: an upper half is never the slot array's first slot
+                // (`paired_with_previous`), so the slot before it is in the
+                // array: the slot of sequence number `start + n - 2`, with no
+                // wrap to compute.
+                let partner = unsafe { &*(last as *const AtomicUsize).sub(1) };
+                reads(partner)
+            })
+    }
+
+    /// The slots of sequence numbers `[seq, seq + n)` as one contiguous run,
+    /// or `None` when the range wraps past the end of the slot array (see
+    /// [`runs`](PtrRing::runs) for both halves).
+    #[inline(always)]
+    fn contiguous(&self, seq: usize, n: usize) -> Option<&[AtomicUsize]> {
+        let mask = self.hdr.config.mask;
+        let start = seq & mask;
+        if n > mask + 1 - start {
+            return None;
+        }
+        // SAFETY: `start + n <= mask + 1` slots, all initialised by `init`
+        // and living as long as `self` (as in `runs`).
+        Some(unsafe { core::slice::from_raw_parts(self.slots.as_ptr().add(start), n) })
     }
 
     /// The slots of sequence numbers `[seq, seq + n)` as at most two
