@@ -5,7 +5,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 
 use dpdk_sys as sys;
-use mempool::{DirectSlot, PoolCore, PoolError};
+use mempool::{DirectSlot, PoolCore, PoolError, SMALL_BULK_MAX};
 
 use super::report;
 use crate::error::{pool_errno, GlueError};
@@ -32,7 +32,10 @@ pub(super) unsafe fn dequeue(
                 // without one goes straight to its own path.
                 (true, _) => {
                     return match z.core.direct_slot_of(lcore, false) {
-                        Some(slot) => dequeue_direct(mp, objs, n, z.core, slot),
+                        Some(slot) if n as usize <= SMALL_BULK_MAX => {
+                            dequeue_direct::<true>(mp, objs, n, z.core, slot)
+                        }
+                        Some(slot) => dequeue_direct::<false>(mp, objs, n, z.core, slot),
                         None => dequeue_shared(mp, objs, n, z.core),
                     }
                 }
@@ -75,15 +78,19 @@ unsafe fn dequeue_cached_bulk(
 }
 
 /// `dequeue` of a bulk with the handler cache off, for an lcore with a
-/// slot (see `put::enqueue_direct`).
+/// slot (see `put::enqueue_direct`, `SMALL` too).
 #[inline(never)]
-unsafe fn dequeue_direct(
+unsafe fn dequeue_direct<const SMALL: bool>(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
     n: c_uint,
     core: &PoolCore,
     slot: DirectSlot<'_>,
 ) -> c_int {
+    if SMALL {
+        // SAFETY: `dequeue` calls this copy only for such bulks.
+        unsafe { core::hint::assert_unchecked(n as usize <= SMALL_BULK_MAX) };
+    }
     // SAFETY: DPDK passes room for `n` object pointers; the slot is the
     // caller's own lcore's (`dequeue` looked it up with its lcore id).
     let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };

@@ -5,7 +5,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 
 use dpdk_sys as sys;
-use mempool::{DirectSlot, PoolCore, PoolError};
+use mempool::{DirectSlot, PoolCore, PoolError, SMALL_BULK_MAX};
 
 use super::{report, setup};
 use crate::error::GlueError;
@@ -47,7 +47,10 @@ pub(super) unsafe fn enqueue(
                 // without one goes straight to its own path.
                 (true, _) => {
                     return match z.core.direct_slot_of(lcore, true) {
-                        Some(slot) => enqueue_direct(mp, objs, n, z.core, slot),
+                        Some(slot) if n as usize <= SMALL_BULK_MAX => {
+                            enqueue_direct::<true>(mp, objs, n, z.core, slot)
+                        }
+                        Some(slot) => enqueue_direct::<false>(mp, objs, n, z.core, slot),
                         None => enqueue_shared(mp, objs, n, z.core),
                     }
                 }
@@ -95,15 +98,21 @@ unsafe fn enqueue_cached_bulk(
 
 /// `enqueue` of a bulk with the handler cache off, for an lcore with a
 /// slot: straight to the ring (a tail call from `enqueue`, whose cache path
-/// so needs no stack frame).
+/// so needs no stack frame). `SMALL`: `n` is at most [`SMALL_BULK_MAX`],
+/// and this copy holds the ring's small-bulk path alone, without the
+/// registers the big one saves.
 #[inline(never)]
-unsafe fn enqueue_direct(
+unsafe fn enqueue_direct<const SMALL: bool>(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
     n: c_uint,
     core: &PoolCore,
     slot: DirectSlot<'_>,
 ) -> c_int {
+    if SMALL {
+        // SAFETY: `enqueue` calls this copy only for such bulks.
+        unsafe { core::hint::assert_unchecked(n as usize <= SMALL_BULK_MAX) };
+    }
     // SAFETY: DPDK passes `n` valid object pointers; the slot is the
     // caller's own lcore's (`enqueue` looked it up with its lcore id).
     let objs_slice = unsafe { core::slice::from_raw_parts(objs, n as usize) };
