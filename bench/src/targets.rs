@@ -69,7 +69,7 @@ impl Verdict {
 pub fn mempool(key: &MempoolKey) -> Option<Target> {
     use Pattern::*;
     let min_ratio = match (key.group, key.lcores, key.pattern, key.bulk) {
-        (Group::NoCache, 1, _, 1 | 32) if matches!(key.kept, 128 | 1024) => 1.0,
+        (Group::NoCache, 1, _, 1 | 4 | 8 | 32) if matches!(key.kept, 128 | 1024) => 1.0,
         (Group::NoCache, 2, Recycle, 1) => 1.3,
         (Group::NoCache, 2, Recycle, 32) => 1.2,
         (Group::NoCache, 2, Handoff, 32) => 1.2,
@@ -108,7 +108,7 @@ mod tests {
                 assert!(mempool(&k).is_none());
             }
         }
-        assert_eq!(rows().iter().filter(|k| mempool(k).is_some()).count(), 22);
+        assert_eq!(rows().iter().filter(|k| mempool(k).is_some()).count(), 24);
     }
 
     #[test]
