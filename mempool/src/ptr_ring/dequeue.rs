@@ -4,7 +4,8 @@
 use core::ffi::c_void;
 
 use super::runs::{clear_run, copy_run, prefetch_for_clear, PREFETCH_FOR_CLEAR_MIN};
-use super::{PtrRing, RingError, SMALL_BULK_MAX};
+use super::small::{clear_small, copy_small};
+use super::{PtrRing, RingError, SmallRange, SMALL_BULK_MAX};
 use crate::sync::{AtomicUsize, Ordering, Poisoned, SpinGuard};
 
 impl PtrRing {
@@ -179,12 +180,15 @@ impl PtrRing {
         let h = self.hdr.consumer.head.load(Ordering::Relaxed);
         // Acquire: as in `dequeue_bulk_then`, the last slot (and its pair
         // partner) full means every slot of the range is, its fill visible.
-        if !self.reads_through(h, n, true) {
-            return false;
-        }
-        match self.contiguous(h, n) {
-            Some(run) => copy_run(run, out),
-            None => {
+        // `publish_head` is called from each arm, with the run known to be
+        // there or not at each call site.
+        match self.small_range(h, n, true) {
+            SmallRange::NotReady => return false,
+            SmallRange::Run(run) => {
+                copy_small(run, out);
+                self.publish_head(h.wrapping_add(n), Clears::Small(Some(run)));
+            }
+            SmallRange::Wraps => {
                 let mask = self.hdr.config.mask;
                 let mut i = h & mask;
                 for o in out.iter_mut() {
@@ -196,9 +200,9 @@ impl PtrRing {
                     *o = slot.load(Ordering::Relaxed) as *mut c_void;
                     i = (i + 1) & mask;
                 }
+                self.publish_head(h.wrapping_add(n), Clears::Small(None));
             }
         }
-        self.publish_head(h.wrapping_add(n), Clears::Small);
         true
     }
 
@@ -337,7 +341,7 @@ impl PtrRing {
     /// Called by the consumer side (lock held or single consumer) after
     /// reading every slot in `[old head, new_head)`.
     #[inline(always)]
-    fn publish_head(&self, new_head: usize, clears: Clears) {
+    fn publish_head(&self, new_head: usize, clears: Clears<'_>) {
         // Release pairs with the Acquire head load in `len`/`is_empty`. It is
         // stored before any slot is cleared: see `is_empty`.
         self.hdr.consumer.head.store(new_head, Ordering::Release);
@@ -354,15 +358,39 @@ impl PtrRing {
         }
         match clears {
             Clears::Single => self.clear_inline(tail, new_head),
-            Clears::Small => match self.contiguous(tail, lag) {
-                Some(run) => {
-                    clear_run(run);
-                    // Relaxed: only the consumer side reads `tail`.
-                    self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
+            Clears::Small(copied) => {
+                // Nothing was due before this bulk in the common case (the
+                // bulk size at least the batch), and then the due range is
+                // the run just copied out: no second split to compute.
+                match copied {
+                    Some(run) if run.len() == lag => {
+                        // At most `SMALL_BULK_MAX` slots.
+                        clear_small(run);
+                        // Relaxed: only the consumer side reads `tail`.
+                        self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
+                    }
+                    _ => self.clear_due_small(self.contiguous(tail, lag), tail, new_head),
                 }
-                None => self.clear_inline(tail, new_head),
-            },
+            }
             Clears::Runs => self.invalidate(tail, new_head),
+        }
+    }
+
+    /// The clears of `Clears::Small`: `[tail, new_head)`, which is `due`
+    /// where it does not wrap.
+    #[inline(always)]
+    fn clear_due_small(&self, due: Option<&[AtomicUsize]>, tail: usize, new_head: usize) {
+        match due {
+            Some(run) => {
+                if run.len() < 16 {
+                    clear_small(run);
+                } else {
+                    clear_run(run);
+                }
+                // Relaxed: only the consumer side reads `tail`.
+                self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
+            }
+            None => self.clear_inline(tail, new_head),
         }
     }
 
@@ -387,14 +415,16 @@ impl PtrRing {
 
 /// How [`PtrRing::publish_head`] clears a due range.
 #[derive(Clone, Copy)]
-enum Clears {
+enum Clears<'a> {
     /// After a single-object dequeue: the plain loop of `clear_inline`,
     /// which keeps that path a leaf function (its due range is one batch).
     Single,
-    /// After a small bulk (`consume_small`): the paired stores of
-    /// `clear_run` where the range does not wrap, else `clear_inline`; a
+    /// After a small bulk (`consume_small`), with the run it copied out
+    /// where that did not wrap: one store per slot (`clear_small`) where
+    /// the due range does not wrap and is shorter than 16 slots, the paired
+    /// stores of `clear_run` where it is longer, else `clear_inline`; a
     /// range at most `SMALL_BULK_MAX + batch - 1` slots long.
-    Small,
+    Small(Option<&'a [AtomicUsize]>),
     /// After a big bulk or a burst: `invalidate`, run by run.
     Runs,
 }

@@ -3,7 +3,8 @@
 use core::ffi::c_void;
 
 use super::runs::{any_null, fill_run};
-use super::{PtrRing, RingError, SMALL_BULK_MAX};
+use super::small::{any_null_small, fill_small};
+use super::{PtrRing, RingError, SmallRange, SMALL_BULK_MAX};
 use crate::sync::{Ordering, Poisoned, SpinGuard};
 
 impl PtrRing {
@@ -82,7 +83,12 @@ impl PtrRing {
         }
         // Branch-free null scan (one test for the whole bulk), before the
         // lock; the position only on the error path.
-        if any_null(objs) {
+        let null = if n <= SMALL_BULK_MAX {
+            any_null_small(objs)
+        } else {
+            any_null(objs)
+        };
+        if null {
             let index = objs.iter().position(|o| o.is_null()).unwrap_or(0);
             return Err(RingError::NullObject { index });
         }
@@ -205,14 +211,16 @@ impl PtrRing {
         let p = self.hdr.producer.seq.load(Ordering::Relaxed);
         // Acquire: as in `enqueue_bulk_then`, the last slot (and its pair
         // partner) free means every slot of the range is, its clear visible.
-        if !self.reads_through(p, n, false) {
-            return Err(RingError::NoSpace { requested: n });
-        }
+        let run = match self.small_range(p, n, false) {
+            SmallRange::NotReady => return Err(RingError::NoSpace { requested: n }),
+            SmallRange::Run(run) => Some(run),
+            SmallRange::Wraps => None,
+        };
         if !self.publish_seq(p, objs) {
             return Ok(());
         }
-        match self.contiguous(p, n) {
-            Some(run) => fill_run(run, objs),
+        match run {
+            Some(run) => fill_small(run, objs),
             None => {
                 let mask = self.hdr.config.mask;
                 let mut i = p & mask;

@@ -90,6 +90,7 @@ mod len;
 mod repair;
 mod ring_layout;
 mod runs;
+mod small;
 #[cfg(ring_asm)]
 mod trampoline;
 
@@ -428,8 +429,14 @@ impl PtrRing {
     /// write that made it read so.
     #[inline(always)]
     fn reads_through(&self, start: usize, n: usize, full: bool) -> bool {
+        self.reads_through_last(self.slot(start.wrapping_add(n - 1)), n, full)
+    }
+
+    /// [`reads_through`](PtrRing::reads_through) from the range's last
+    /// slot, `last`.
+    #[inline(always)]
+    fn reads_through_last(&self, last: &AtomicUsize, n: usize, full: bool) -> bool {
         let reads = |s: &AtomicUsize| (s.load(Ordering::Acquire) != 0) == full;
-        let last = self.slot(start.wrapping_add(n - 1));
         reads(last)
             && (n < 2 || !runs::paired_with_previous(last) || {
                 // SAFETY: an upper half is never the slot array's first slot
@@ -439,6 +446,29 @@ impl PtrRing {
                 let partner = unsafe { &*(last as *const AtomicUsize).sub(1) };
                 reads(partner)
             })
+    }
+
+    /// [`reads_through`](PtrRing::reads_through) and
+    /// [`contiguous`](PtrRing::contiguous) of a small bulk's range
+    /// `[start, start + n)` (`2 <= n <= capacity`) from one pair of masked
+    /// indexes: the range does not wrap exactly when its last slot's index
+    /// is not below its first's (`n` is below the slot count).
+    #[inline(always)]
+    fn small_range(&self, start: usize, n: usize, full: bool) -> SmallRange<'_> {
+        let mask = self.hdr.config.mask;
+        let first = start & mask;
+        let last = start.wrapping_add(n - 1) & mask;
+        // SAFETY: `last <= mask`, and the slot array has `mask + 1` slots.
+        let last_slot = unsafe { &*self.slots.as_ptr().add(last) };
+        if !self.reads_through_last(last_slot, n, full) {
+            return SmallRange::NotReady;
+        }
+        if last < first {
+            return SmallRange::Wraps;
+        }
+        // SAFETY: `first..=last` (`n` slots: no wrap) is inside the slot
+        // array, all initialised by `init` and living as long as `self`.
+        SmallRange::Run(unsafe { core::slice::from_raw_parts(self.slots.as_ptr().add(first), n) })
     }
 
     /// The slots of sequence numbers `[seq, seq + n)` as one contiguous run,
@@ -501,6 +531,16 @@ pub(crate) unsafe fn drop_in_place(mem: *mut u8, slots: usize) {
         }
         core::ptr::drop_in_place(mem.cast::<RingHeader>());
     }
+}
+
+/// What [`PtrRing::small_range`] finds.
+enum SmallRange<'a> {
+    /// The range does not read as asked (not all full, or not all free).
+    NotReady,
+    /// It does, and these are its slots, in sequence order.
+    Run(&'a [AtomicUsize]),
+    /// It does, and it wraps past the end of the slot array.
+    Wraps,
 }
 
 #[cfg(all(test, not(loom)))]
