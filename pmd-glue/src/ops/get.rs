@@ -32,7 +32,7 @@ pub(super) unsafe fn dequeue(
                 // without one goes straight to its own path.
                 (true, _) => {
                     return match z.core.direct_slot_of(lcore, false) {
-                        Some(slot) if n as usize <= SMALL_BULK_MAX => {
+                        Some(slot) if (2..=SMALL_BULK_MAX).contains(&(n as usize)) => {
                             dequeue_direct::<true>(mp, objs, n, z.core, slot)
                         }
                         Some(slot) => dequeue_direct::<false>(mp, objs, n, z.core, slot),
@@ -89,7 +89,7 @@ unsafe fn dequeue_direct<const SMALL: bool>(
 ) -> c_int {
     if SMALL {
         // SAFETY: `dequeue` calls this copy only for such bulks.
-        unsafe { core::hint::assert_unchecked(n as usize <= SMALL_BULK_MAX) };
+        unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize))) };
     }
     // SAFETY: DPDK passes room for `n` object pointers; the slot is the
     // caller's own lcore's (`dequeue` looked it up with its lcore id).

@@ -47,7 +47,7 @@ pub(super) unsafe fn enqueue(
                 // without one goes straight to its own path.
                 (true, _) => {
                     return match z.core.direct_slot_of(lcore, true) {
-                        Some(slot) if n as usize <= SMALL_BULK_MAX => {
+                        Some(slot) if (2..=SMALL_BULK_MAX).contains(&(n as usize)) => {
                             enqueue_direct::<true>(mp, objs, n, z.core, slot)
                         }
                         Some(slot) => enqueue_direct::<false>(mp, objs, n, z.core, slot),
@@ -98,9 +98,9 @@ unsafe fn enqueue_cached_bulk(
 
 /// `enqueue` of a bulk with the handler cache off, for an lcore with a
 /// slot: straight to the ring (a tail call from `enqueue`, whose cache path
-/// so needs no stack frame). `SMALL`: `n` is at most [`SMALL_BULK_MAX`],
-/// and this copy holds the ring's small-bulk path alone, without the
-/// registers the big one saves.
+/// so needs no stack frame). `SMALL`: `n` is 2 to [`SMALL_BULK_MAX`], and
+/// this copy holds the ring's small-bulk path alone (no test for 0 or 1
+/// object), without the registers the big one saves.
 #[inline(never)]
 unsafe fn enqueue_direct<const SMALL: bool>(
     mp: *mut sys::rte_mempool,
@@ -111,7 +111,7 @@ unsafe fn enqueue_direct<const SMALL: bool>(
 ) -> c_int {
     if SMALL {
         // SAFETY: `enqueue` calls this copy only for such bulks.
-        unsafe { core::hint::assert_unchecked(n as usize <= SMALL_BULK_MAX) };
+        unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize))) };
     }
     // SAFETY: DPDK passes `n` valid object pointers; the slot is the
     // caller's own lcore's (`enqueue` looked it up with its lcore id).
