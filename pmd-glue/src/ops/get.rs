@@ -87,10 +87,9 @@ unsafe fn dequeue_direct<const SMALL: bool>(
     core: &PoolCore,
     slot: DirectSlot<'_>,
 ) -> c_int {
-    if SMALL {
-        // SAFETY: `dequeue` calls this copy only for such bulks.
-        unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize))) };
-    }
+    // SAFETY: `dequeue` calls each copy only for its own bulks, and this one
+    // never for a single object.
+    unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize)) == SMALL) };
     // SAFETY: DPDK passes room for `n` object pointers; the slot is the
     // caller's own lcore's (`dequeue` looked it up with its lcore id).
     let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };

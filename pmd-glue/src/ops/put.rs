@@ -109,10 +109,9 @@ unsafe fn enqueue_direct<const SMALL: bool>(
     core: &PoolCore,
     slot: DirectSlot<'_>,
 ) -> c_int {
-    if SMALL {
-        // SAFETY: `enqueue` calls this copy only for such bulks.
-        unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize))) };
-    }
+    // SAFETY: `enqueue` calls each copy only for its own bulks, and this one
+    // never for a single object.
+    unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize)) == SMALL) };
     // SAFETY: DPDK passes `n` valid object pointers; the slot is the
     // caller's own lcore's (`enqueue` looked it up with its lcore id).
     let objs_slice = unsafe { core::slice::from_raw_parts(objs, n as usize) };
