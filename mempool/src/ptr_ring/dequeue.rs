@@ -166,8 +166,8 @@ impl PtrRing {
 
     /// The bulk dequeue of 2 to [`SMALL_BULK_MAX`] objects, with the
     /// consumer side held: one contiguous copy where the range does not
-    /// wrap, slot by slot where it does, with its invalidation on the same
-    /// terms (`Clears::Small`). The runs, the copy's size
+    /// wrap, slot by slot where it does, and the invalidation of
+    /// `Clears::Small`. The runs, the copy's size
     /// classes and the paired clears of a big bulk cost a bulk of 4 about
     /// as many instructions as a bulk of 32 (their setup), twice what
     /// `rte_ring` spends on it. `false`, with nothing taken, when fewer
@@ -188,6 +188,9 @@ impl PtrRing {
                 copy_small(run, out);
                 self.publish_head(h.wrapping_add(n), Clears::Small(Some(run)));
             }
+            // Slot by slot rather than `runs` and `copy_run` per run: that
+            // split cost every small get 3 to 4 instructions more (callgrind),
+            // wrapped or not, in the registers it kept.
             SmallRange::Wraps => {
                 let mask = self.hdr.config.mask;
                 let mut i = h & mask;
@@ -369,28 +372,10 @@ impl PtrRing {
                         // Relaxed: only the consumer side reads `tail`.
                         self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
                     }
-                    _ => self.clear_due_small(self.contiguous(tail, lag), tail, new_head),
+                    _ => self.invalidate(tail, new_head),
                 }
             }
             Clears::Runs => self.invalidate(tail, new_head),
-        }
-    }
-
-    /// The clears of `Clears::Small`: `[tail, new_head)`, which is `due`
-    /// where it does not wrap.
-    #[inline(always)]
-    fn clear_due_small(&self, due: Option<&[AtomicUsize]>, tail: usize, new_head: usize) {
-        match due {
-            Some(run) => {
-                if run.len() < 16 {
-                    clear_small(run);
-                } else {
-                    clear_run(run);
-                }
-                // Relaxed: only the consumer side reads `tail`.
-                self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
-            }
-            None => self.clear_inline(tail, new_head),
         }
     }
 
@@ -420,10 +405,9 @@ enum Clears<'a> {
     /// which keeps that path a leaf function (its due range is one batch).
     Single,
     /// After a small bulk (`consume_small`), with the run it copied out
-    /// where that did not wrap: one store per slot (`clear_small`) where
-    /// the due range does not wrap and is shorter than 16 slots, the paired
-    /// stores of `clear_run` where it is longer, else `clear_inline`; a
-    /// range at most `SMALL_BULK_MAX + batch - 1` slots long.
+    /// where that did not wrap: where the due range is that run (nothing
+    /// was due before), one store per slot (`clear_small`); else
+    /// `invalidate`, as after a big bulk.
     Small(Option<&'a [AtomicUsize]>),
     /// After a big bulk or a burst: `invalidate`, run by run.
     Runs,

@@ -200,9 +200,9 @@ impl PtrRing {
 
     /// The bulk enqueue of 2 to [`SMALL_BULK_MAX`] objects (no null among
     /// them), with the producer side held: one contiguous fill where the
-    /// range does not wrap, slot by slot in sequence order where it does,
-    /// as `consume_small` takes them; the same room check and order as a
-    /// big bulk.
+    /// range does not wrap, run by run in sequence order where it does, as
+    /// `consume_small` takes them; the same room check and order as a big
+    /// bulk.
     #[inline(always)]
     fn produce_small(&self, objs: &[*mut c_void]) -> Result<(), RingError> {
         let n = objs.len();
@@ -222,18 +222,11 @@ impl PtrRing {
         match run {
             Some(run) => fill_small(run, objs),
             None => {
-                let mask = self.hdr.config.mask;
-                let mut i = p & mask;
-                for &o in objs {
-                    // SAFETY: `i <= mask`, and the slot array has `mask + 1`
-                    // slots.
-                    let slot = unsafe { &*self.slots.as_ptr().add(i) };
-                    // Release, in sequence order: pairs with the Acquire
-                    // loads in `dequeue_bulk`, `consume_one`,
-                    // `dequeue_burst` and `is_empty`, as `fill_run`'s do.
-                    slot.store(o as usize, Ordering::Release);
-                    i = (i + 1) & mask;
-                }
+                // Fills in sequence order: first run, then the wrapped one.
+                let (a, b) = self.runs(p, n);
+                let (oa, ob) = objs.split_at(a.len());
+                fill_small(a, oa);
+                fill_small(b, ob);
             }
         }
         Ok(())

@@ -113,8 +113,9 @@ pub const BATCH_MIN_CAPACITY: usize = 64;
 pub const MAX_CAPACITY: usize = 1 << 30;
 /// Bulks of 2 up to this many objects take the ring's small-bulk path
 /// (`produce_small`, `consume_small`): one contiguous run where the range
-/// does not wrap (a slot-by-slot loop where it does), no run split, no
-/// `memcpy` or prefetch test, and their invalidation on the same terms.
+/// does not wrap (slot by slot, or run by run, where it does), no run split,
+/// no `memcpy` or prefetch test, and a get's own run cleared where it is
+/// the whole due range.
 /// Below a cache line of pointers that setup cost more than the copy
 /// itself. Under loom, 2: the models' bulks of 3 and 4 then still take the
 /// big path, and their bulks of 2 this one.
@@ -448,10 +449,9 @@ impl PtrRing {
             })
     }
 
-    /// [`reads_through`](PtrRing::reads_through) and
-    /// [`contiguous`](PtrRing::contiguous) of a small bulk's range
-    /// `[start, start + n)` (`2 <= n <= capacity`) from one pair of masked
-    /// indexes: the range does not wrap exactly when its last slot's index
+    /// [`reads_through`](PtrRing::reads_through) of a small bulk's range
+    /// `[start, start + n)` (`2 <= n <= capacity`), and its slots as one
+    /// run where it does not wrap, from one pair of masked indexes: the range does not wrap exactly when its last slot's index
     /// is not below its first's (`n` is below the slot count).
     #[inline(always)]
     fn small_range(&self, start: usize, n: usize, full: bool) -> SmallRange<'_> {
@@ -469,21 +469,6 @@ impl PtrRing {
         // SAFETY: `first..=last` (`n` slots: no wrap) is inside the slot
         // array, all initialised by `init` and living as long as `self`.
         SmallRange::Run(unsafe { core::slice::from_raw_parts(self.slots.as_ptr().add(first), n) })
-    }
-
-    /// The slots of sequence numbers `[seq, seq + n)` as one contiguous run,
-    /// or `None` when the range wraps past the end of the slot array (see
-    /// [`runs`](PtrRing::runs) for both halves).
-    #[inline(always)]
-    fn contiguous(&self, seq: usize, n: usize) -> Option<&[AtomicUsize]> {
-        let mask = self.hdr.config.mask;
-        let start = seq & mask;
-        if n > mask + 1 - start {
-            return None;
-        }
-        // SAFETY: `start + n <= mask + 1` slots, all initialised by `init`
-        // and living as long as `self` (as in `runs`).
-        Some(unsafe { core::slice::from_raw_parts(self.slots.as_ptr().add(start), n) })
     }
 
     /// The slots of sequence numbers `[seq, seq + n)` as at most two

@@ -118,7 +118,7 @@ unsafe fn any_null_avx2(objs: &[*mut c_void]) -> bool {
     }
     // The remainder's test only where there is one: its bit tests cost a
     // bulk of 32 ten instructions for nothing.
-    found != 0 || (objs.len() % 8 != 0 && any_null_below_8(&objs[octets * 8..]))
+    found != 0 || (!objs.len().is_multiple_of(8) && any_null_below_8(&objs[octets * 8..]))
 }
 
 /// Whether slot stores go two slots at a time (`fill_run`, `clear_run`):
