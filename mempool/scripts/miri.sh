@@ -2,8 +2,9 @@
 # Runs the DPDK-free core's Miri subset (default aliasing model, Stacked
 # Borrows): small uses of every part of the pool's block, the ring's len
 # snapshot under concurrency, and late returns racing a pool that frees
-# itself at release. A few minutes in all. Skips cleanly without a nightly
-# toolchain; installs the miri component and its sysroot when missing.
+# itself at release. Under a minute in all once Miri's sysroot is built.
+# Skips cleanly without a nightly toolchain; installs the miri component and
+# its sysroot when missing.
 set -euo pipefail
 # shellcheck source=scripts/help.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/help.sh"
