@@ -15,6 +15,10 @@ setup:
 build: setup
 	$(CARGO) build --release --workspace
 
+# The tests' own builds (Cargo.toml: release without LTO); what the DPDK
+# applications in the tests load is `make build`'s target/release.
+TEST_PROFILE = --profile release-test
+
 # Every test: the DPDK-free core once, then the DPDK-facing suite against
 # this machine's DPDK. `make test-releases` runs the DPDK-facing suite
 # against the other LTS releases too.
@@ -26,10 +30,10 @@ test: build test-core test-dpdk
 # The ring's unit and stress tests run a second time compiled for this CPU
 # (-C target-cpu=native: AVX code around the ring's asm blocks).
 test-core: build
-	$(CARGO) test --release -p mempool
-	RUSTFLAGS="-C target-cpu=native" $(CARGO) test --release -p mempool --target-dir target/native \
+	$(CARGO) test $(TEST_PROFILE) -p mempool
+	RUSTFLAGS="-C target-cpu=native" $(CARGO) test $(TEST_PROFILE) -p mempool --target-dir target/native \
 		--lib --test stress_asm
-	RUSTFLAGS="--cfg loom" $(CARGO) test --release -p mempool --target-dir target/loom \
+	RUSTFLAGS="--cfg loom" $(CARGO) test $(TEST_PROFILE) -p mempool --target-dir target/loom \
 		--test loom_ptr_ring --test loom_ring_room --test loom_pool --test loom_takeover
 	CARGO=$(CARGO) bash mempool/scripts/miri.sh
 	bash mempool/scripts/valgrind.sh
@@ -47,12 +51,11 @@ test-core: build
 ROOT_EXCLUDE = $(if $(DPDK_ROOT_SUITE),--exclude bench)
 test-dpdk: build
 	rm -f build/cargo-skips.log
-	PTR_RING_SKIP_LOG=$(CURDIR)/build/cargo-skips.log $(CARGO) test --release --workspace \
+	PTR_RING_SKIP_LOG=$(CURDIR)/build/cargo-skips.log $(CARGO) test $(TEST_PROFILE) --workspace \
 		--exclude mempool $(ROOT_EXCLUDE)
 	TEST_DPDK_SKIP_CARGO=1 TEST_DPDK_CARGO_SKIPS=build/cargo-skips.log bash scripts/test-dpdk.sh
 	bash scripts/test-pmds.sh
-	$(CARGO) build --release -p pmd-glue-so --no-default-features --features test-hooks \
-		--target-dir target/other-build
+	$(CARGO) build $(TEST_PROFILE) -p pmd-glue-so --no-default-features --features test-hooks
 	bash scripts/test-multiprocess.sh
 	$(if $(DPDK_ROOT_SUITE),@echo "test-kill: left out in the $(DPDK_ROOT_SUITE) root (ran on the host)",bash scripts/test-kill.sh)
 	./target/release/port_shutdown

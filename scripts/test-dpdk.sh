@@ -351,7 +351,7 @@ check_cargo() {
     # Build once, then run the test executables themselves: no cargo lock
     # to wait on (other builds may hold it) and no rebuild between tests.
     local blog=$logs/cargo-build.log list
-    if ! list=$(cargo test --release -p pmd-glue --no-run --message-format=json 2>"$blog" | python3 -c '
+    if ! list=$(cargo test --profile release-test -p pmd-glue --no-run --message-format=json 2>"$blog" | python3 -c '
 import json, sys
 for line in sys.stdin:
     try:
@@ -406,7 +406,7 @@ check_release_soak_valgrind() {
         fail valgrind_release_soak "valgrind not installed (make setup installs it)"
         return
     fi
-    exe=$(cargo test --release -p pmd-glue --test eal_release --no-run --message-format=json \
+    exe=$(cargo test --profile release-test -p pmd-glue --test eal_release --no-run --message-format=json \
         2>"$log" | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
     if [[ -z $exe || ! -x $exe ]]; then
         fail valgrind_release_soak "eal_release not built" "$log"

@@ -243,10 +243,10 @@ fi
 
 # ------------------------------------------------------------------ forced
 if [[ $FORCED -eq 1 ]]; then
-    crash=$repo/target/crash/release
+    crash=$repo/target/crash/release-test
     echo "kill: building the crash-points handler and mp_churn into target/crash"
-    if ! { "$CARGO" build --release --target-dir target/crash -p pmd-glue-so -p mempool --features mempool/crash-points &&
-        "$CARGO" build --release --target-dir target/crash -p examples --bin mp_churn --features crash-points; } \
+    if ! { "$CARGO" build --profile release-test --target-dir target/crash -p pmd-glue-so -p mempool --features mempool/crash-points &&
+        "$CARGO" build --profile release-test --target-dir target/crash -p examples --bin mp_churn --features crash-points; } \
         >"$logs/build-crash.log" 2>&1; then
         fail forced "cannot build the crash-points handler" "$logs/build-crash.log"
         finish

@@ -64,8 +64,8 @@
 #
 # Environment: PTR_RING_LIB (the handler .so, default target/release/...),
 # PTR_RING_OTHER_LIB (another build of it for checks 8 and 9, default
-# target/other-build/release/...: cargo build --release -p pmd-glue-so
-# --no-default-features --features test-hooks --target-dir target/other-build),
+# target/release-test/...: cargo build --profile release-test -p pmd-glue-so
+# --no-default-features --features test-hooks),
 # PTR_RING_EAL_ENV (a file like build/eal-mem.env to use instead of it).
 set -uo pipefail
 # shellcheck source=scripts/help.sh
@@ -85,7 +85,7 @@ fi
 
 LIB=${PTR_RING_LIB:-$repo/target/release/librte_mempool_ptr_ring.so}
 PEER=$repo/target/release/mp_peer
-OTHER_LIB=${PTR_RING_OTHER_LIB:-$repo/target/other-build/release/librte_mempool_ptr_ring.so}
+OTHER_LIB=${PTR_RING_OTHER_LIB:-$repo/target/release-test/librte_mempool_ptr_ring.so}
 logs=$repo/build/test-multiprocess
 mkdir -p "$logs"
 passed=0

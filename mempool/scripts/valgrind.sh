@@ -12,6 +12,6 @@ if ! command -v valgrind >/dev/null; then
     echo "SKIP valgrind: not installed"
     exit 0
 fi
-bin=$($CARGO test --release -p mempool --test state --no-run --message-format=json 2>/dev/null |
+bin=$($CARGO test --profile release-test -p mempool --test state --no-run --message-format=json 2>/dev/null |
     sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 valgrind -q --error-exitcode=1 "$bin" --test-threads=1
