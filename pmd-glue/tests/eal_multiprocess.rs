@@ -227,10 +227,19 @@ impl Drop for Cleanup {
     }
 }
 
-/// `librte_mempool_ptr_ring.so` next to this test's profile directory.
+/// The handler's .so: `PTR_RING_LIB` when set, else the one `make build`
+/// puts in the target directory's `release` (this test itself is built
+/// with `make test`'s release-test profile, which builds no .so).
 fn plugin_path() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("librte_mempool_ptr_ring.so");
+    let p = match std::env::var_os("PTR_RING_LIB") {
+        Some(lib) => PathBuf::from(lib),
+        None => {
+            // <target>/<profile>/deps/<this test>
+            let exe = std::env::current_exe().ok()?;
+            let target = exe.parent()?.parent()?.parent()?;
+            target.join("release").join("librte_mempool_ptr_ring.so")
+        }
+    };
     p.exists().then_some(p)
 }
 
