@@ -139,7 +139,7 @@ impl HeapPool {
         // runs after every other use).
         self.freed.store(true, std::sync::atomic::Ordering::Relaxed);
         #[cfg(loom)]
-        (**self).shutdown.mark_freed();
+        self.shutdown.mark_freed();
         #[cfg(not(loom))]
         // SAFETY: released, so by `new_freeing`'s contract nothing uses the
         // pool any more; exactly one call gets the release, and `drop` sees
