@@ -29,8 +29,9 @@ test: build test-core test-dpdk
 # DPDK, so it runs once whatever the release.
 # The ring's unit and stress tests run a second time compiled for this CPU
 # (-C target-cpu=native: AVX code around the ring's asm blocks). The loom
-# models keep the release profile: without LTO they run 40% longer (112 s
-# against 80 s), more than the build saves.
+# models keep the release profile: without LTO they ran 112 s against
+# 80-89 s, which takes back what the faster build saves (54 s against
+# 60-75 s).
 test-core: build
 	$(CARGO) test $(TEST_PROFILE) -p mempool
 	RUSTFLAGS="-C target-cpu=native" $(CARGO) test $(TEST_PROFILE) -p mempool --target-dir target/native \
