@@ -28,7 +28,7 @@ pub const ZONE_PREFIX: &str = "PR_";
 /// changes with either. Every build of this format keeps `family` and
 /// `build` where they are, so that a process of another build can name the
 /// zone's.
-const ZONE_FAMILY: u64 = 0x5054_525f_5a4f_4e33; // "PTR_ZON3"
+const ZONE_FAMILY: u64 = 0x5054_525f_5a4f_4e34; // "PTR_ZON4"
 /// High half of every build's [`ZONE_MAGIC`] ("PTR_"): a first word with
 /// it is a zone of this family, whose `family` and `build` can be read.
 const MAGIC_PREFIX: u64 = 0x5054_525f;
@@ -63,11 +63,22 @@ pub const BUILD: BuildId = {
     )
 };
 
-/// The zone's first word in this build: [`MAGIC_PREFIX`] and the low half
-/// of [`BUILD`]'s hash folded in. The fast path checks this word alone, so
-/// a zone of another build (or another format) fails it there at no cost,
-/// and [`attach`] then names the build that made it.
-const ZONE_MAGIC: u64 = (MAGIC_PREFIX << 32) | ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_ffff);
+/// The zone's first word in this build, for a pool with the handler cache
+/// on: [`MAGIC_PREFIX`] and the low half of [`BUILD`]'s hash folded in, its
+/// bit 0 clear. The fast path checks this word alone, so a zone of another
+/// build (or another format) fails it there at no cost, and [`attach`] then
+/// names the build that made it.
+const ZONE_MAGIC: u64 = (MAGIC_PREFIX << 32) | ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffe);
+/// [`ZONE_MAGIC`] with bit 0 set: the first word of a zone whose pool has
+/// the handler cache off ([`PoolCore::is_direct`]). The one load of the
+/// fast path's zone check also chooses its route, with no read of the
+/// core's flag.
+const ZONE_MAGIC_DIRECT: u64 = ZONE_MAGIC | 1;
+
+/// The first word of a zone whose pool is (`direct`) or is not direct.
+const fn zone_magic(direct: bool) -> u64 {
+    ZONE_MAGIC | direct as u64
+}
 
 /// `0123456789abcdef (accounting on, DPDK 24.11.1, ABI 25)`: a build as the
 /// errors name it.
@@ -203,6 +214,8 @@ pub struct Zone<'a> {
     pub header: &'a ZoneHeader,
     /// The core.
     pub core: &'a PoolCore,
+    /// `core.is_direct()`, as the zone's first word says it.
+    pub direct: bool,
 }
 
 /// Longest pool name a zone name has room for: `RTE_MEMZONE_NAMESIZE`
@@ -264,11 +277,13 @@ pub unsafe fn create(
         let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), &layout);
         // Release pairs with the Acquire loads in `attach_fast` and
         // `refusal`: a process that sees the magic sees the whole header.
-        (*(hdr.cast::<AtomicU64>())).store(ZONE_MAGIC, Ordering::Release);
+        let direct = core.is_direct();
+        (*(hdr.cast::<AtomicU64>())).store(zone_magic(direct), Ordering::Release);
         (*mp).__bindgen_anon_1.pool_data = base.cast::<c_void>();
         Ok(Zone {
             header: &*hdr,
             core,
+            direct,
         })
     }
 }
@@ -294,9 +309,17 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
     }
     // SAFETY: the zone magic proves `create` initialised the core here.
     let core = unsafe { PoolCore::attach(NonNull::from(z.core).cast::<u8>()) }?;
+    if core.is_direct() != z.direct {
+        // The first word's mode bit and the core disagree: not a zone
+        // `create` wrote.
+        return Err(GlueError::NotOurPool {
+            addr: (z.header as *const ZoneHeader) as usize,
+        });
+    }
     Ok(Zone {
         header: z.header,
         core,
+        direct: z.direct,
     })
 }
 
@@ -414,15 +437,22 @@ pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
     // SAFETY: at least 8 readable bytes at `base` (caller's contract).
     // Acquire pairs with the Release store of the magic in `create`.
     let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
-    if magic != ZONE_MAGIC {
+    // The cached word first: that path's fast case is inlined here whole,
+    // the direct paths go on to a function of their own.
+    let direct = if magic == ZONE_MAGIC {
+        false
+    } else if magic == ZONE_MAGIC_DIRECT {
+        true
+    } else {
         return None;
-    }
+    };
     // SAFETY: the magic proves `create` initialised the header and, before
     // storing the magic, the core at HEADER_BYTES.
     unsafe {
         Some(Zone {
             header: &*base.cast::<ZoneHeader>(),
             core: PoolCore::attach_unchecked(NonNull::new_unchecked(base.add(HEADER_BYTES))),
+            direct,
         })
     }
 }
@@ -491,9 +521,11 @@ mod tests {
     fn the_magic_holds_the_build() {
         assert_eq!(ZONE_MAGIC >> 32, MAGIC_PREFIX);
         assert_eq!(
-            ZONE_MAGIC & 0xffff_ffff,
-            (BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_ffff
+            ZONE_MAGIC & 0xffff_fffe,
+            (BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffe
         );
+        assert_eq!(ZONE_MAGIC & 1, 0);
+        assert_eq!(ZONE_MAGIC_DIRECT, ZONE_MAGIC | 1);
         assert_eq!(BUILD.features, BuildId::CORE.features);
         let (year, month, minor) = sys::compat::RELEASE;
         let name = build_name(&BUILD);
@@ -538,6 +570,84 @@ mod tests {
         // SAFETY: as above.
         let e = unsafe { attach(&mp) }.err().unwrap();
         assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
+    }
+
+    /// A zone as `create` lays it out, in heap memory: the header, then a
+    /// core of `cache_size` (0: direct) at `HEADER_BYTES`.
+    struct HeapZone {
+        base: NonNull<u8>,
+        layout: std::alloc::Layout,
+    }
+
+    impl HeapZone {
+        fn new(cache_size: usize) -> HeapZone {
+            let mut cfg = PoolConfig::new(64);
+            cfg.cache_size = Some(cache_size);
+            cfg.max_lcores = 4;
+            let core_layout = cfg.layout().unwrap();
+            let layout = std::alloc::Layout::from_size_align(
+                HEADER_BYTES + core_layout.bytes(),
+                core_layout.align().max(HEADER_BYTES),
+            )
+            .unwrap();
+            // SAFETY: a non-zero size; zeroed, then header and core written
+            // as `create` writes them.
+            unsafe {
+                let base = NonNull::new(std::alloc::alloc_zeroed(layout)).unwrap();
+                base.as_ptr().cast::<ZoneHeader>().write(header());
+                let core = PoolCore::init(base.add(HEADER_BYTES), &core_layout);
+                (*base.as_ptr().cast::<AtomicU64>())
+                    .store(zone_magic(core.is_direct()), Ordering::Release);
+                HeapZone { base, layout }
+            }
+        }
+
+        fn word(&self) -> &AtomicU64 {
+            // SAFETY: the header's first word, live as long as `self`.
+            unsafe { &*self.base.as_ptr().cast::<AtomicU64>() }
+        }
+
+        fn pool(&self) -> sys::rte_mempool {
+            let mut mp = sys::rte_mempool::default();
+            mp.__bindgen_anon_1.pool_data = self.base.as_ptr().cast::<c_void>();
+            mp
+        }
+    }
+
+    impl Drop for HeapZone {
+        fn drop(&mut self) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.base.as_ptr(), self.layout) };
+        }
+    }
+
+    /// The first word tells the fast path the pool's mode, as the core
+    /// has it; a word whose mode bit disagrees with the core is refused by
+    /// the checked attach.
+    #[test]
+    fn the_first_word_names_the_mode() {
+        for (cache_size, direct) in [(0, true), (32, false)] {
+            let zone = HeapZone::new(cache_size);
+            let mp = zone.pool();
+            // SAFETY: `pool_data` points to a whole zone.
+            let fast = unsafe { attach_fast(&mp) }.expect("a zone of this build");
+            assert_eq!((fast.direct, fast.core.is_direct()), (direct, direct));
+            // SAFETY: as above.
+            let checked = unsafe { attach(&mp) }.unwrap();
+            assert_eq!(checked.direct, direct);
+            zone.word().fetch_xor(1, Ordering::Relaxed);
+            // SAFETY: as above.
+            let fast = unsafe { attach_fast(&mp) }.expect("still this build's word");
+            assert_eq!(fast.direct, !direct);
+            // SAFETY: as above.
+            let e = unsafe { attach(&mp) }
+                .err()
+                .expect("mode bit against the core");
+            assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
+            zone.word().fetch_xor(2, Ordering::Relaxed);
+            // SAFETY: as above.
+            assert!(unsafe { attach_fast(&mp) }.is_none(), "another hash");
+        }
     }
 
     #[test]

@@ -347,4 +347,18 @@ impl PoolCore {
     pub fn is_direct(&self) -> bool {
         self.hdr.direct
     }
+
+    /// Tells the compiler that the handler cache is on, as the caller
+    /// already knows from a word of its own (the glue's zone word): the
+    /// cache fast paths inlined after this ([`try_get_cached`](PoolCore::try_get_cached)
+    /// and the others) then skip their test of the flag, one load and a
+    /// branch.
+    ///
+    /// # Safety
+    /// `!self.is_direct()`.
+    #[inline(always)]
+    pub unsafe fn assume_cached(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { core::hint::assert_unchecked(!self.hdr.direct) }
+    }
 }

@@ -26,7 +26,7 @@ pub(super) unsafe fn dequeue(
         // SAFETY: forwarded DPDK arguments, room for `n` object
         // pointers at `objs`; the lcore id as in `enqueue`.
         unsafe {
-            match (z.core.is_direct(), n) {
+            match (z.direct, n) {
                 (true, 1) => return dequeue_one_direct(mp, objs, z.core, lcore),
                 // The slot looked up here, before any stack frame: a caller
                 // without one goes straight to its own path.
@@ -40,6 +40,8 @@ pub(super) unsafe fn dequeue(
                     }
                 }
                 (false, 1) => {
+                    // The zone word said cache on.
+                    z.core.assume_cached();
                     if z.core
                         .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, 1))
                     {

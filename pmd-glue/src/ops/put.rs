@@ -41,7 +41,7 @@ pub(super) unsafe fn enqueue(
         // SAFETY: forwarded DPDK arguments, `n` valid object pointers
         // at `objs`; the lcore id is the caller's own.
         unsafe {
-            match (z.core.is_direct(), n) {
+            match (z.direct, n) {
                 (true, 1) => return enqueue_one_direct(mp, objs, z.core, lcore),
                 // The slot looked up here, before any stack frame: a caller
                 // without one goes straight to its own path.
@@ -57,6 +57,8 @@ pub(super) unsafe fn enqueue(
                 // One object: the length a constant, so the copy is
                 // one move and the length update one add.
                 (false, 1) => {
+                    // The zone word said cache on.
+                    z.core.assume_cached();
                     z.header.note_cache_hit();
                     if z.core
                         .try_put_cached(lcore, core::slice::from_raw_parts(objs, 1))
