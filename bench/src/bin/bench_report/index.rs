@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use bench::record::Group;
+use bench::stats::Summary;
 
 use crate::data::{self, Data};
 use crate::handlers;
@@ -57,6 +58,62 @@ fn index_dir(index: &Path) -> &Path {
 /// DPDK's; the end-to-end rows with a target).
 pub fn headline(c: &TargetCells) -> bool {
     !c.row().starts_with(&format!("{}: ", Group::Control.name()))
+}
+
+/// The lowest host speed ([`host_speed`]) at which a run replaces the
+/// section of its release without being asked to (`--replace`): the 12
+/// sections committed in place of another read 0.90x-1.06x against it; a
+/// run at 0.53x read ratios with intervals two to five times as wide, and
+/// rows met for months as missed.
+pub const MIN_HOST_SPEED: f64 = 0.8;
+
+/// The baseline's rate in a row's "in words" cell (`... A vs B M/s ...`:
+/// `B`, the `ring_mp_mc` side, which no build of `ptr_ring` changes).
+fn baseline_rate(words: &str) -> Option<f64> {
+    let (_, after) = words.split_once(" vs ")?;
+    let (rate, _) = after.split_once(" M/s")?;
+    rate.trim().parse().ok().filter(|r: &f64| *r > 0.0)
+}
+
+/// The baseline rates of the control rows (DPDK's cache serves every
+/// object: the handler is never called, so the rate measures the host)
+/// among `rows`, by row.
+fn control_rates<'a>(rows: impl Iterator<Item = &'a TargetCells>) -> BTreeMap<String, f64> {
+    rows.filter(|c| c.0[3].starts_with("control"))
+        .filter_map(|c| Some((c.row().to_string(), baseline_rate(&c.0[4])?)))
+        .collect()
+}
+
+/// How fast the host ran `new` against the run of `old` (a section's
+/// markdown): the median, over the control rows both have, of the ratio
+/// of their baseline rates, with the number of rows; `None` without a
+/// common control row.
+pub fn host_speed(old: &str, new: &Section) -> Option<(f64, usize)> {
+    let before = control_rates(
+        old.lines()
+            .filter_map(TargetCells::parse)
+            .collect::<Vec<_>>()
+            .iter(),
+    );
+    let now = control_rates(new.rows.iter());
+    let ratios: Vec<f64> = now
+        .iter()
+        .filter_map(|(row, r)| Some(r / before.get(row)?))
+        .collect();
+    Summary::of(&ratios).map(|s| (s.median, s.n))
+}
+
+/// The section of `release` in the summary at `index`, if it has one.
+pub fn section_text(index: &Path, release: &str) -> Option<String> {
+    let text = std::fs::read_to_string(index).ok()?;
+    sections_of(&text).remove(&release_key(release))
+}
+
+/// The `Source` cell of a section's markdown (the commit it measured).
+pub fn source_of(section: &str) -> Option<&str> {
+    section
+        .lines()
+        .find_map(|l| l.strip_prefix("| Source | ")?.strip_suffix(" |"))
 }
 
 /// One release's section; the texts are markdown table cells (`|` escaped).
@@ -162,6 +219,17 @@ impl Section {
         })
     }
 
+    /// Adds how fast the host ran this run against the one it replaces
+    /// to the machine's cell.
+    pub fn note_host_speed(&mut self, speed: f64, rows: usize, old_source: &str) {
+        self.machine = format!(
+            "{}; host speed: the control rows (handler never called) ran at {speed:.2}x the \
+             `ring_mp_mc` rates of the run this section replaced, {} (median of {rows} rows)",
+            self.machine,
+            old_source.replace('|', "\\|")
+        );
+    }
+
     /// The markdown, markers included.
     pub fn render(&self) -> String {
         let r = &self.release;
@@ -228,7 +296,9 @@ Debian root `bash scripts/dpdk-root.sh trixie bash bench/run.sh` (DPDK 24.11) or
 in that one run: the median of the per-round ratios, with a bootstrap 95% confidence interval, \
 \"equal within noise\" when that interval contains 1.0. Compare ratios, not rates, across \
 releases. A run on one release rewrites its section and its full report under \
-`results/dpdk-<release>/` and keeps the other sections. Rows: the targets of the full report \
+`results/dpdk-<release>/` and keeps the other sections; a run whose control rows (the handler \
+never called) ran below 0.8x the rates of the section's run leaves it as it was (bench/README.md). \
+Rows: the targets of the full report \
 (no cache on either side; DPDK's cache on both with working sets larger than it; hand-over \
 between lcores; `ptr_ring`'s own cache against DPDK's cache of the same size; the end-to-end \
 testpmd rows that have a target), without the `control:` group (the noise floor).
@@ -367,6 +437,69 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let index = dir.join("RESULTS.md");
         (dir, index)
+    }
+
+    fn control(row: &str, words: &str) -> TargetCells {
+        TargetCells([
+            row.into(),
+            "1.00x [0.99-1.01]".into(),
+            "-".into(),
+            "control: the handler was not called, not counted".into(),
+            words.into(),
+        ])
+    }
+
+    #[test]
+    fn the_baseline_rate_is_the_second_of_a_row() {
+        assert_eq!(
+            baseline_rate("ptr_ring faster: 2126.6 vs 1972.1 M/s (1.07x, 95% CI 1.07-1.08)"),
+            Some(1972.1)
+        );
+        assert_eq!(
+            baseline_rate("equal within noise: 15.7 vs 15.8 Mpps (1.00x)"),
+            None
+        );
+        assert_eq!(baseline_rate("no data"), None);
+    }
+
+    /// The host's speed comes from the control rows both runs have, the
+    /// `ring_mp_mc` side, as a median; rows with a target do not count.
+    #[test]
+    fn host_speed_compares_the_common_control_rows() {
+        let mut old = section("22.11", "nocache: a");
+        old.rows.push(control(
+            "dpdkcache: one",
+            "equal within noise: 2400.0 vs 2000.0 M/s",
+        ));
+        old.rows.push(control(
+            "dpdkcache: two",
+            "equal within noise: 4900.0 vs 5000.0 M/s",
+        ));
+        old.rows.push(control(
+            "dpdkcache: gone",
+            "equal within noise: 1.0 vs 1.0 M/s",
+        ));
+        let old = old.render();
+        let mut new = section("22.11", "nocache: a");
+        // No control row in common: no speed.
+        assert_eq!(host_speed(&old, &new), None);
+        new.rows
+            .push(control("dpdkcache: one", "x: 9999.0 vs 1000.0 M/s"));
+        new.rows
+            .push(control("dpdkcache: two", "x: 1.0 vs 3000.0 M/s"));
+        new.rows
+            .push(control("dpdkcache: new", "x: 1.0 vs 1.0 M/s"));
+        // 1000 / 2000 and 3000 / 5000: median 0.55.
+        let (speed, rows) = host_speed(&old, &new).unwrap();
+        assert_eq!(rows, 2);
+        assert!((speed - 0.55).abs() < 1e-9, "{speed}");
+        assert!(speed < MIN_HOST_SPEED);
+        assert_eq!(source_of(&old), Some("abc1234 (clean)"));
+        new.note_host_speed(speed, rows, "abc1234 (clean)");
+        assert!(new.render().contains(
+            "ran at 0.55x the `ring_mp_mc` rates of the run this section replaced, abc1234 (clean) \
+             (median of 2 rows) |"
+        ));
     }
 
     #[test]

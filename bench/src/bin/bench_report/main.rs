@@ -30,7 +30,7 @@ use data::Data;
 const HELP: &str = "\
 bench_report: RESULTS.md and the ratio chart from the raw results of bench/run.sh
 
-usage: bench_report [--dir DIR] --index bench/RESULTS.md [--notes NOTES.md]
+usage: bench_report [--dir DIR] --index bench/RESULTS.md [--replace] [--notes NOTES.md]
        bench_report [--dir DIR] [--out RESULTS.md] [--svg CHART.svg] [--notes NOTES.md]
        bench_report [--dir DIR] --missed
 
@@ -38,7 +38,11 @@ usage: bench_report [--dir DIR] --index bench/RESULTS.md [--notes NOTES.md]
   --index PATH   the summary with one section per DPDK release: write this run's
                  full report and chart to results/dpdk-<release>/{RESULTS.md,ratios.svg}
                  next to PATH, and its release's section into PATH (the other
-                 releases' sections are kept)
+                 releases' sections are kept). Where the host ran the control rows
+                 (the handler never called) below 0.8x the rates of the run whose
+                 section this would replace, it writes the report and chart into
+                 DIR instead, changes nothing next to PATH and fails
+  --replace      with --index: replace the section whatever the host's speed
   --out PATH     write the report there (default: stdout)
   --svg PATH     write the chart there
   --notes PATH   append this hand-written analysis as the closing note
@@ -52,6 +56,7 @@ struct Args {
     svg: Option<PathBuf>,
     notes: Option<PathBuf>,
     index: Option<PathBuf>,
+    replace: bool,
     missed: bool,
 }
 
@@ -63,6 +68,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         svg: None,
         notes: None,
         index: None,
+        replace: false,
         missed: false,
     };
     let mut p = lexopt::Parser::from_env();
@@ -74,6 +80,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("notes") => a.notes = Some(p.value()?.into()),
             Long("index") => a.index = Some(p.value()?.into()),
             Long("missed") => a.missed = true,
+            Long("replace") => a.replace = true,
             Short('h') | Long("help") => {
                 print!("{HELP}");
                 std::process::exit(0);
@@ -169,6 +176,28 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
             a.dir.display()
         )
     })?;
+    let mut section = index::Section::of_run(d, &release);
+    let old = index::section_text(index, &release);
+    let speed = old.as_deref().and_then(|o| index::host_speed(o, &section));
+    let old_source = old
+        .as_deref()
+        .and_then(index::source_of)
+        .unwrap_or("?")
+        .to_string();
+    if let Some((speed, rows)) = speed {
+        if speed < index::MIN_HOST_SPEED && !a.replace {
+            return Err(keep_section(
+                a,
+                d,
+                index,
+                &release,
+                speed,
+                rows,
+                &old_source,
+            ));
+        }
+        section.note_host_speed(speed, rows, &old_source);
+    }
     let dir = index::release_dir(index, &release);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let svg = dir.join(index::CHART);
@@ -190,7 +219,7 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
         report.display(),
         svg.display()
     );
-    for line in index::update(index, &index::Section::of_run(d, &release))? {
+    for line in index::update(index, &section)? {
         eprintln!("bench_report: {line}");
     }
     eprintln!(
@@ -199,6 +228,49 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
     );
     verdicts(d);
     Ok(())
+}
+
+/// A run on a host too slow to compare with the committed one: its report
+/// and chart go into the run's own folder, nothing next to `index` changes,
+/// and the error says so.
+fn keep_section(
+    a: &Args,
+    d: &Data,
+    index: &std::path::Path,
+    release: &str,
+    speed: f64,
+    rows: usize,
+    old_source: &str,
+) -> String {
+    let report = a.dir.join(index::REPORT);
+    let svg = a.dir.join(index::CHART);
+    let notes = a
+        .notes
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let wrote = chart::write(d, &svg)
+        .map_err(|e| format!("{}: {e}", svg.display()))
+        .and_then(|()| {
+            let text = tables::report(d, notes.as_deref(), Some(index::CHART), None);
+            std::fs::write(&report, text).map_err(|e| format!("{}: {e}", report.display()))
+        });
+    verdicts(d);
+    let kept = format!(
+        "the host ran the control rows (the handler never called) at {speed:.2}x the \
+         ring_mp_mc rates of the committed DPDK {release} run, {old_source} (median of {rows} \
+         rows; below {:.2}x): not comparable, so DPDK {release}'s section of {} and its full \
+         report are left as they were",
+        index::MIN_HOST_SPEED,
+        index.display()
+    );
+    match wrote {
+        Ok(()) => format!(
+            "{kept}; this run's report: {} (rerun on a quieter host, or pass --replace, \
+             BENCH_REPLACE=1 for bench/run.sh, to replace the section anyway)",
+            report.display()
+        ),
+        Err(e) => format!("{kept}; this run's report could not be written: {e}"),
+    }
 }
 
 /// Verdicts on stderr, for the run's log.
