@@ -2,6 +2,7 @@
 //! offset, [`PoolCore::attach`] finds an initialised pool, and the accessors
 //! here reach each part through a pointer with the whole block's provenance.
 
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
@@ -299,8 +300,22 @@ impl PoolCore {
 /// An lcore's counters on the cache-off fast paths, as
 /// [`PoolCore::direct_slot_of`] found them (the slot of one lcore, which only
 /// that lcore's thread may use).
+///
+/// It holds a raw pointer, not a reference: an `Option<DirectSlot>` then
+/// has a tag of its own, which the bound check sets, instead of the
+/// reference's null niche, for which the compiler tested the computed
+/// address for null once more on every cache-off call.
 #[derive(Clone, Copy)]
-pub struct DirectSlot<'a>(pub(super) &'a LcoreCache);
+pub struct DirectSlot<'a>(*const LcoreCache, PhantomData<&'a LcoreCache>);
+
+impl<'a> DirectSlot<'a> {
+    /// The slot's counters.
+    #[inline(always)]
+    pub(super) fn cache(self) -> &'a LcoreCache {
+        // SAFETY: made from a `&'a LcoreCache` in `direct_slot_of`.
+        unsafe { &*self.0 }
+    }
+}
 
 /// Which cache slot a fast path may use.
 impl PoolCore {
@@ -323,20 +338,22 @@ impl PoolCore {
     /// left for the lcore path to repeat.
     #[inline(always)]
     pub fn direct_slot_of(&self, lcore: u32, put: bool) -> Option<DirectSlot<'_>> {
-        self.direct_slot(lcore, if put { PUT_BOUND } else { GET_BOUND })
-            .map(DirectSlot)
-    }
-
-    /// The counters' slot of `lcore` for the cache-off fast paths, `None`
-    /// past the bound `which` of `Shutdown::direct_bound`: a caller
-    /// without a slot, validation mode, and a pool past the state that path
-    /// serves (gets: `Active`; puts: until `Released`), all in one check.
-    /// The caller then takes the path for callers without a slot, which
-    /// checks the state itself.
-    #[inline(always)]
-    pub(super) fn direct_slot(&self, lcore: u32, which: usize) -> Option<&LcoreCache> {
+        let i = lcore as usize;
+        // One check past the bound of `Shutdown::direct_bound`: a caller
+        // without a slot, validation mode, and a pool past the state this
+        // path serves (gets: `Active`; puts: until `Released`); the caller
+        // then takes the path for callers without a slot, which checks the
+        // state itself. Checked here, not through an `Option<&LcoreCache>`
+        // (see `DirectSlot`).
+        if i >= self
+            .shutdown
+            .direct_bound(if put { PUT_BOUND } else { GET_BOUND })
+        {
+            return None;
+        }
         // SAFETY: the bound is 0 or `fast_lcores <= max_lcores`.
-        unsafe { self.cache_below(lcore, self.shutdown.direct_bound(which)) }
+        let c: *const LcoreCache = unsafe { self.cache_at(i) };
+        Some(DirectSlot(c, PhantomData))
     }
 
     /// Whether the handler cache is off (`cache_size == 0`): the fast paths

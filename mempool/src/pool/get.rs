@@ -122,7 +122,7 @@ impl PoolCore {
     /// from this pool.
     #[inline(always)]
     pub unsafe fn try_get_direct_at(&self, slot: DirectSlot<'_>, out: &mut [*mut c_void]) -> bool {
-        let c = slot.0;
+        let c = slot.cache();
         let ring = self.ring();
         if out.len() == 1 {
             let Some(obj) = ring.dequeue_one() else {

@@ -100,7 +100,7 @@ impl PoolCore {
     /// from this pool.
     #[inline(always)]
     pub unsafe fn try_put_direct_at(&self, slot: DirectSlot<'_>, objs: &[*mut c_void]) -> bool {
-        let c = slot.0;
+        let c = slot.cache();
         let ring = self.ring();
         let ok = if objs.len() == 1 {
             ring.enqueue_one(objs[0]).is_ok()
