@@ -260,7 +260,22 @@ pub unsafe fn create(
     // SAFETY: a freshly reserved memzone of `bytes` bytes aligned to `align`.
     unsafe {
         let base = (*mz).__bindgen_anon_1.addr.cast::<u8>();
-        core::ptr::write_bytes(base, 0, bytes);
+        let zone = init_at(base, &layout, ops_index);
+        (*mp).__bindgen_anon_1.pool_data = base.cast::<c_void>();
+        Ok(zone)
+    }
+}
+
+/// Lays a zone out at `base`: zeroes `HEADER_BYTES + layout.bytes()`
+/// bytes, writes the header and the core, and stores the first word last.
+///
+/// # Safety
+/// `base` is valid for writes of that many bytes, aligned to
+/// `layout.align().max(HEADER_BYTES)`, and nothing else uses them.
+unsafe fn init_at(base: *mut u8, layout: &PoolLayout, ops_index: i32) -> Zone<'static> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::ptr::write_bytes(base, 0, HEADER_BYTES + layout.bytes());
         let hdr = base.cast::<ZoneHeader>();
         hdr.write(ZoneHeader {
             magic: 0,
@@ -274,17 +289,16 @@ pub unsafe fn create(
             release_token: AtomicU64::new(0),
             fail_mark: [const { AtomicU64::new(0) }; 4],
         });
-        let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), &layout);
+        let core = PoolCore::init(NonNull::new_unchecked(base.add(HEADER_BYTES)), layout);
         // Release pairs with the Acquire loads in `attach_fast` and
         // `refusal`: a process that sees the magic sees the whole header.
         let direct = core.is_direct();
         (*(hdr.cast::<AtomicU64>())).store(zone_magic(direct), Ordering::Release);
-        (*mp).__bindgen_anon_1.pool_data = base.cast::<c_void>();
-        Ok(Zone {
+        Zone {
             header: &*hdr,
             core,
             direct,
-        })
+        }
     }
 }
 
@@ -437,8 +451,8 @@ pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
     // SAFETY: at least 8 readable bytes at `base` (caller's contract).
     // Acquire pairs with the Release store of the magic in `create`.
     let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
-    // The cached word first: that path's fast case is inlined here whole,
-    // the direct paths go on to a function of their own.
+    // Which of the two words is compared first is the compiler's choice
+    // (the lower value: the cached one, whose path is inlined here whole).
     let direct = if magic == ZONE_MAGIC {
         false
     } else if magic == ZONE_MAGIC_DIRECT {
@@ -572,8 +586,8 @@ mod tests {
         assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
     }
 
-    /// A zone as `create` lays it out, in heap memory: the header, then a
-    /// core of `cache_size` (0: direct) at `HEADER_BYTES`.
+    /// A zone as `create` lays it out (`init_at`), in heap memory, with a
+    /// core of `cache_size` (0: direct).
     struct HeapZone {
         base: NonNull<u8>,
         layout: std::alloc::Layout,
@@ -590,14 +604,11 @@ mod tests {
                 core_layout.align().max(HEADER_BYTES),
             )
             .unwrap();
-            // SAFETY: a non-zero size; zeroed, then header and core written
-            // as `create` writes them.
+            // SAFETY: a non-zero size; `init_at` gets the whole allocation,
+            // aligned as it asks.
             unsafe {
-                let base = NonNull::new(std::alloc::alloc_zeroed(layout)).unwrap();
-                base.as_ptr().cast::<ZoneHeader>().write(header());
-                let core = PoolCore::init(base.add(HEADER_BYTES), &core_layout);
-                (*base.as_ptr().cast::<AtomicU64>())
-                    .store(zone_magic(core.is_direct()), Ordering::Release);
+                let base = NonNull::new(std::alloc::alloc(layout)).unwrap();
+                init_at(base.as_ptr(), &core_layout, 0);
                 HeapZone { base, layout }
             }
         }
