@@ -78,8 +78,9 @@ fn baseline_rate(words: &str) -> Option<f64> {
 /// The baseline rates of the control rows (DPDK's cache serves every
 /// object: the handler is never called, so the rate measures the host)
 /// among `rows`, by row.
-fn control_rates<'a>(rows: impl Iterator<Item = &'a TargetCells>) -> BTreeMap<String, f64> {
-    rows.filter(|c| c.0[3].starts_with("control"))
+fn control_rates(rows: &[TargetCells]) -> BTreeMap<String, f64> {
+    rows.iter()
+        .filter(|c| c.0[3].starts_with("control"))
         .filter_map(|c| Some((c.row().to_string(), baseline_rate(&c.0[4])?)))
         .collect()
 }
@@ -89,13 +90,9 @@ fn control_rates<'a>(rows: impl Iterator<Item = &'a TargetCells>) -> BTreeMap<St
 /// of their baseline rates, with the number of rows; `None` without a
 /// common control row.
 pub fn host_speed(old: &str, new: &Section) -> Option<(f64, usize)> {
-    let before = control_rates(
-        old.lines()
-            .filter_map(TargetCells::parse)
-            .collect::<Vec<_>>()
-            .iter(),
-    );
-    let now = control_rates(new.rows.iter());
+    let old_rows: Vec<TargetCells> = old.lines().filter_map(TargetCells::parse).collect();
+    let before = control_rates(&old_rows);
+    let now = control_rates(&new.rows);
     let ratios: Vec<f64> = now
         .iter()
         .filter_map(|(row, r)| Some(r / before.get(row)?))
@@ -111,9 +108,14 @@ pub fn section_text(index: &Path, release: &str) -> Option<String> {
 
 /// The `Source` cell of a section's markdown (the commit it measured).
 pub fn source_of(section: &str) -> Option<&str> {
-    section
-        .lines()
-        .find_map(|l| l.strip_prefix("| Source | ")?.strip_suffix(" |"))
+    cell(section, "Source")
+}
+
+/// The value of the two-column row `label` in `text`'s tables.
+fn cell<'t>(text: &'t str, label: &str) -> Option<&'t str> {
+    let p = format!("| {label} | ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(p.as_str())?.strip_suffix(" |"))
 }
 
 /// One release's section; the texts are markdown table cells (`|` escaped).
@@ -171,12 +173,7 @@ impl Section {
     /// once moved to its release's folder; `None` when `text` is not such a
     /// report or names no DPDK release.
     pub fn of_legacy(text: &str, chart: bool) -> Option<Section> {
-        let cell = |label: &str| {
-            let p = format!("| {label} | ");
-            text.lines()
-                .find_map(|l| l.strip_prefix(p.as_str())?.strip_suffix(" |"))
-                .map(str::to_string)
-        };
+        let cell = |label: &str| cell(text, label).map(str::to_string);
         let dpdk = cell("DPDK")?;
         let release = data::release_of(&dpdk)?;
         let generated = text

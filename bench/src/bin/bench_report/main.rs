@@ -200,24 +200,11 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
     }
     let dir = index::release_dir(index, &release);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let svg = dir.join(index::CHART);
-    chart::write(d, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
-    let notes = a
-        .notes
-        .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
-    let report = dir.join(index::REPORT);
-    let text = tables::report(
-        d,
-        notes.as_deref(),
-        Some(index::CHART),
-        Some(&index::back_link(index)),
-    );
-    std::fs::write(&report, text).map_err(|e| format!("{}: {e}", report.display()))?;
+    let report = write_report(a, d, &dir, Some(&index::back_link(index)))?;
     eprintln!(
         "bench_report: wrote {} and {}",
         report.display(),
-        svg.display()
+        dir.join(index::CHART).display()
     );
     for line in index::update(index, &section)? {
         eprintln!("bench_report: {line}");
@@ -228,6 +215,27 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
     );
     verdicts(d);
     Ok(())
+}
+
+/// The full report and its chart into `dir` (`index::REPORT`,
+/// `index::CHART`), the report linking back to the summary at `back`;
+/// returns the report's path.
+fn write_report(
+    a: &Args,
+    d: &Data,
+    dir: &std::path::Path,
+    back: Option<&str>,
+) -> Result<PathBuf, String> {
+    let svg = dir.join(index::CHART);
+    chart::write(d, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
+    let notes = a
+        .notes
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let report = dir.join(index::REPORT);
+    let text = tables::report(d, notes.as_deref(), Some(index::CHART), back);
+    std::fs::write(&report, text).map_err(|e| format!("{}: {e}", report.display()))?;
+    Ok(report)
 }
 
 /// A run on a host too slow to compare with the committed one: its report
@@ -242,18 +250,7 @@ fn keep_section(
     rows: usize,
     old_source: &str,
 ) -> String {
-    let report = a.dir.join(index::REPORT);
-    let svg = a.dir.join(index::CHART);
-    let notes = a
-        .notes
-        .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
-    let wrote = chart::write(d, &svg)
-        .map_err(|e| format!("{}: {e}", svg.display()))
-        .and_then(|()| {
-            let text = tables::report(d, notes.as_deref(), Some(index::CHART), None);
-            std::fs::write(&report, text).map_err(|e| format!("{}: {e}", report.display()))
-        });
+    let wrote = write_report(a, d, &a.dir, None);
     verdicts(d);
     let kept = format!(
         "the host ran the control rows (the handler never called) at {speed:.2}x the \
@@ -264,7 +261,7 @@ fn keep_section(
         index.display()
     );
     match wrote {
-        Ok(()) => format!(
+        Ok(report) => format!(
             "{kept}; this run's report: {} (rerun on a quieter host, or pass --replace, \
              BENCH_REPLACE=1 for bench/run.sh, to replace the section anyway)",
             report.display()
