@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{clear_run, copy_run, prefetch_for_clear, PREFETCH_FOR_CLEAR_MIN};
+use super::runs::{clear_run, copy_run, prefetch_runs_for_write};
 use super::small::{clear_small, copy_small};
 use super::{PtrRing, RingError, SmallRange, SMALL_BULK_MAX};
 use crate::sync::{AtomicUsize, Ordering, Poisoned, SpinGuard};
@@ -239,16 +239,13 @@ impl PtrRing {
 
     /// Copies the (filled) slots of `runs` into `out` (`out.len()` is the
     /// runs' total length), which the caller, holding the consumer side,
-    /// will clear. From [`PREFETCH_FOR_CLEAR_MIN`] objects on, the slot
-    /// lines are first taken for writing ([`prefetch_for_clear`]). Called
-    /// only once the range's last slot read full, so a dequeue that fails
-    /// takes no line from a producer.
+    /// will clear. Big bulks first take the slot lines for writing
+    /// ([`prefetch_runs_for_write`]). Called only once the range's last
+    /// slot read full, so a dequeue that fails takes no line from a
+    /// producer.
     #[inline(always)]
     fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
-        if out.len() >= PREFETCH_FOR_CLEAR_MIN {
-            prefetch_for_clear(a);
-            prefetch_for_clear(b);
-        }
+        prefetch_runs_for_write((a, b));
         let (oa, ob) = out.split_at_mut(a.len());
         copy_run(a, oa);
         if !b.is_empty() {

@@ -2,7 +2,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{any_null, fill_run};
+use super::runs::{any_null, fill_run, prefetch_runs_for_write};
 use super::small::{any_null_small, fill_small};
 use super::{PtrRing, RingError, SmallRange, SMALL_BULK_MAX};
 use crate::sync::{Ordering, Poisoned, SpinGuard};
@@ -115,6 +115,9 @@ impl PtrRing {
             return Err(RingError::NoSpace { requested: n });
         }
         let (a, b) = self.runs(p, n);
+        // Big bulks take their lines for writing first, once the room
+        // check passed: a failing enqueue takes no line from a consumer.
+        prefetch_runs_for_write((a, b));
         if !self.publish_seq(p, objs) {
             return Ok(());
         }

@@ -346,13 +346,14 @@ pub(super) fn copy_run(run: &[AtomicUsize], out: &mut [*mut c_void]) {
     }
 }
 
-/// Dequeues of at least this many objects (eight slot lines) prefetch
-/// their slot lines for writing before they copy them out: see
-/// [`prefetch_for_clear`].
-pub(super) const PREFETCH_FOR_CLEAR_MIN: usize = 64;
+/// Bulks of at least this many objects (eight slot lines) take their slot
+/// lines for writing before they touch them: see [`prefetch_runs_for_write`].
+pub(super) const PREFETCH_FOR_WRITE_MIN: usize = 64;
 
-/// Asks for every cache line of `run` in exclusive state (`prefetchw`),
-/// ahead of a copy-out that the consumer's clear will follow.
+/// Asks for every cache line of the runs `(a, b)` in exclusive state
+/// (`prefetchw`) when the bulk moves [`PREFETCH_FOR_WRITE_MIN`] objects or
+/// more: ahead of a consumer's copy-out that its clear will follow, and of
+/// a producer's fills.
 ///
 /// A consumer reads each slot line and then clears it. When another CPU
 /// wrote the line last (its producer filled it, or a previous consumer
@@ -360,15 +361,26 @@ pub(super) const PREFETCH_FOR_CLEAR_MIN: usize = 64;
 /// then upgrade it: two coherence transactions per line, where one read
 /// for ownership serves both. `rte_ring`'s consumer only reads; this is the
 /// cost of slot signalling that two lcores sharing a ring pay on every
-/// line. With DPDK's cache, whose refills are bulks of hundreds of objects,
-/// that is most of the handler's time. Below [`PREFETCH_FOR_CLEAR_MIN`]
-/// objects the loop's cost outweighs what it saves on one lcore, where the
-/// lines are already this CPU's.
+/// line. A producer's fills land on lines a consumer cleared last: asked
+/// for all at once, ahead of the stores, their transfers can overlap. With DPDK's cache, whose refills and flushes are bulks
+/// of hundreds of objects, that is most of the handler's time. Below the
+/// threshold the loop's cost outweighs what it saves on one lcore, where
+/// the lines are already this CPU's (above it, on one lcore, the loop
+/// still costs a few percent: bench/NOTES.md).
 ///
 /// A hint with no architectural effect: nothing under loom or Miri, nothing
 /// off x86-64 or on a CPU without `prefetchw` (CPUID `PRFCHW`).
 #[inline(always)]
-pub(super) fn prefetch_for_clear(run: &[AtomicUsize]) {
+pub(super) fn prefetch_runs_for_write((a, b): (&[AtomicUsize], &[AtomicUsize])) {
+    if a.len() + b.len() >= PREFETCH_FOR_WRITE_MIN {
+        prefetch_for_write(a);
+        prefetch_for_write(b);
+    }
+}
+
+/// `prefetchw` of every cache line of `run` (see [`prefetch_runs_for_write`]).
+#[inline(always)]
+fn prefetch_for_write(run: &[AtomicUsize]) {
     // (Without the asm there is nothing to do with the run.)
     #[cfg(not(ring_asm))]
     let _ = run;
