@@ -362,11 +362,12 @@ pub(super) const PREFETCH_FOR_WRITE_MIN: usize = 64;
 /// for ownership serves both. `rte_ring`'s consumer only reads; this is the
 /// cost of slot signalling that two lcores sharing a ring pay on every
 /// line. A producer's fills land on lines a consumer cleared last: asked
-/// for all at once, ahead of the stores, their transfers can overlap. With DPDK's cache, whose refills and flushes are bulks
-/// of hundreds of objects, that is most of the handler's time. Below the
-/// threshold the loop's cost outweighs what it saves on one lcore, where
-/// the lines are already this CPU's (above it, on one lcore, the loop
-/// still costs a few percent: bench/NOTES.md).
+/// for all at once, ahead of the stores, their transfers can overlap.
+/// With DPDK's cache, whose refills and flushes are bulks of hundreds of
+/// objects, that is most of the handler's time. Below the threshold the
+/// loop's cost outweighs what it saves on one lcore, where the lines are
+/// already this CPU's (above it, on one lcore, the loop still costs a few
+/// percent: bench/NOTES.md).
 ///
 /// A hint with no architectural effect: nothing under loom or Miri, nothing
 /// off x86-64 or on a CPU without `prefetchw` (CPUID `PRFCHW`).
