@@ -294,8 +294,9 @@ in that one run: the median of the per-round ratios, with a bootstrap 95% confid
 \"equal within noise\" when that interval contains 1.0. Compare ratios, not rates, across \
 releases. A run on one release rewrites its section and its full report under \
 `results/dpdk-<release>/` and keeps the other sections; a run whose control rows (the handler \
-never called) ran below 0.8x the rates of the section's run leaves it as it was (bench/README.md). \
-Rows: the targets of the full report \
+never called) ran below 0.8x the rates of the section's run leaves it as it was unless told to \
+replace it (`BENCH_REPLACE=1`; the section's \"Machine during the run\" then gives that speed; \
+bench/README.md). Rows: the targets of the full report \
 (no cache on either side; DPDK's cache on both with working sets larger than it; hand-over \
 between lcores; `ptr_ring`'s own cache against DPDK's cache of the same size; the end-to-end \
 testpmd rows that have a target), without the `control:` group (the noise floor).
