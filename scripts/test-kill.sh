@@ -15,13 +15,15 @@
 #           crash-points build (target/crash), which no other build is.
 #
 # After each kill: the primary forwards again within a second (port 0's
-# ipackets, by telemetry); then, forwarding stopped, the pool's objects by
-# the handler's counters, D = in_ring + inflight - populated, moved by what
-# the dead process held and no more: exactly for the forced kills (+k for a
+# ipackets, by telemetry); then, forwarding stopped, the objects the dead
+# process took with it (L) are gone from the ring and counted out by the
+# handler, and no more: the ring holds L fewer objects and the handler's
+# inflight count is L higher. L is exact for the forced kills (32-k for a
 # producer dead after k fills: those reached the ring; 0 before head: its
-# objects are still in the ring; -32 after head: it had taken them), by at
-# most one bulk for the random ones; a forced kill is one more lock takeover
-# and the ring is never poisoned. At the end testpmd stops on SIGINT.
+# objects are still in the ring; 32 after head: it had taken them) and at
+# most one bulk for the random ones; a forced kill is one more lock
+# takeover and the ring is never poisoned. At the end testpmd stops on
+# SIGINT.
 #
 # Needs hugepages (secondaries map the primary's memory): with --no-huge in
 # build/eal-mem.env it prints SKIP. Ends with "kill: N passed, M failed";
@@ -117,7 +119,7 @@ print(" ".join(str(reply.get(k, 0)) for k in sys.argv[3:]))
 PY
 }
 ipackets() { tel /ethdev/stats,0 ipackets; }
-# D = in_ring + inflight - populated, lock takeovers, poisoned, forwarding
+# in_ring, inflight, populated, lock takeovers, poisoned, forwarding
 # stopped meanwhile (testpmd's own mbufs are all back then).
 measure() {
     echo stop >&7
@@ -126,7 +128,6 @@ measure() {
     v=$(tel /ptr_ring/stats,mb_pool_0 in_ring inflight populated lock_takeovers ring_poisoned) || return 1
     echo start >&7
     read -r in_ring inflight populated takeovers poisoned <<<"$v"
-    D=$((in_ring + inflight - populated))
 }
 
 # start_primary LIB: testpmd on LIB's ptr_ring, forwarding.
@@ -182,10 +183,11 @@ forwards_again() {
 }
 
 # kill_and_check NAME LOG EXPECT: SIGKILL the secondary, then the checks;
-# EXPECT is D's exact change, or "bulk" for at most 32 either way. Returns
-# non-zero when the primary no longer forwards (the phase then ends).
+# EXPECT is L, the objects the dead process took with it, or "bulk" for 0
+# to 32. Returns non-zero when the primary no longer forwards (the phase
+# then ends).
 kill_and_check() {
-    local name=$1 log=$2 expect=$3 before_d=$D before_t=$takeovers
+    local name=$1 log=$2 expect=$3 before_r=$in_ring before_i=$inflight before_t=$takeovers
     kill -KILL "$churn_pid" 2>/dev/null
     wait "$churn_pid" 2>/dev/null
     churn_pid=""
@@ -197,18 +199,20 @@ kill_and_check() {
         fail "$name" "no telemetry from the primary" "$plog"
         return 1
     fi
-    local dd=$((D - before_d)) dt=$((takeovers - before_t))
+    # Lost: gone from the ring; counted out: the handler's inflight change.
+    local lost=$((before_r - in_ring)) out=$((inflight - before_i)) dt=$((takeovers - before_t))
     local ok=1
+    [[ $out -eq $lost ]] || ok=0
     if [[ $expect == bulk ]]; then
-        [[ $dd -ge -32 && $dd -le 32 ]] || ok=0
+        [[ $lost -ge 0 && $lost -le 32 ]] || ok=0
     else
-        [[ $dd -eq $expect && $dt -eq 1 ]] || ok=0
+        [[ $lost -eq $expect && $dt -eq 1 ]] || ok=0
     fi
     [[ $poisoned -eq 0 ]] || ok=0
     if [[ $ok -eq 1 ]]; then
-        pass "$name" "forwards again; objects moved by $dd, takeovers +$dt"
+        pass "$name" "forwards again; $lost objects lost with it, counted out; takeovers +$dt"
     else
-        fail "$name" "objects moved by $dd (expected $expect), takeovers +$dt, poisoned $poisoned" "$log"
+        fail "$name" "$lost objects lost (expected $expect), inflight +$out, takeovers +$dt, poisoned $poisoned" "$log"
     fi
 }
 
@@ -254,9 +258,9 @@ if [[ $FORCED -eq 1 ]]; then
     if start_primary "$crash/librte_mempool_ptr_ring.so" && measure; then
         for site in fill:0 fill:13 fill:32 head clear:0 clear:9; do
             case $site in
-            fill:*) expect=${site#fill:} ;;
+            fill:*) expect=$((32 - ${site#fill:})) ;;
             head) expect=0 ;;
-            clear:*) expect=-32 ;;
+            clear:*) expect=32 ;;
             esac
             clog=$logs/churn-forced-${site/:/-}.log
             if ! start_churn "$crash/mp_churn" "$clog" --crash "$site" --after-ms 100; then

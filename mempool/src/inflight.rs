@@ -15,6 +15,12 @@
 //!   locked RMW. A put's count may then be visible before its unlock, so
 //!   the final release waits for the producer side before the pool may be
 //!   freed (see `PoolCore::poll`).
+//! * A direct pool (no handler cache) keeps none of these: every object it
+//!   hands out or takes back goes through the ring, so the ring's totals
+//!   are its counts (`hold` = objects ever dequeued, `release` = ever
+//!   enqueued, `PtrRing::totals_for_inflight`), and its fast paths write
+//!   nothing but the ring. The ring's `seq` moves before the fills, so its
+//!   final release also waits for the last fill (`PtrRing::fills_done`).
 //! * `populated` is the number of objects registered with the pool (the IOVA
 //!   table counts them). Registration happens **before** DPDK enqueues the
 //!   objects, so a registered object not yet put is, correctly, "out".

@@ -1,6 +1,6 @@
 //! The fast paths of a pool whose handler cache is off (`cache_size 0`): an
-//! EAL lcore's get and put go straight to the ring and count on the lcore's
-//! own line (`try_*_direct`, any bulk; `try_*_cached`, the callbacks'
+//! EAL lcore's get and put go straight to the ring, whose totals are the
+//! pool's counts (`try_*_direct`, any bulk; `try_*_cached`, the callbacks'
 //! inlined path, one object); every other case is refused with nothing
 //! changed, so that the caller's slow path handles (and reports) it.
 #![cfg(not(loom))]
@@ -39,6 +39,49 @@ fn cache_off_gets_and_puts_go_to_the_ring_and_are_counted() {
         assert_eq!(s.hold, 5, "{s:?}");
         assert_eq!(s.release, 64 + 5, "{s:?}");
     }
+    assert_conserved(&pool);
+    assert_exactly_once(&pool);
+}
+
+/// A direct pool counts by its ring's totals: every route (an lcore's fast
+/// path, a caller without a slot, the checked entry) moves `(enqueued,
+/// dequeued)` by exactly what it hands out or takes back, and `hold` /
+/// `release` are those totals, so the inflight count stays exact whichever
+/// route an object takes out and back.
+#[test]
+fn a_direct_pool_counts_every_route_by_the_rings_totals() {
+    let pool = populated_pool(cfg(0), 0);
+    let counts = |pool: &mempool::HeapPool| {
+        let s = pool.stats();
+        let (enqueued, dequeued) = pool.ring().totals();
+        assert_eq!(
+            (s.hold, s.release),
+            (dequeued as u64, enqueued as u64),
+            "{s:?}"
+        );
+        s.inflight
+    };
+    assert_eq!(counts(&pool), 0);
+    let mut a = [null_mut(); 3];
+    let mut b = [null_mut(); 1];
+    let mut c = [null_mut(); 4];
+    // SAFETY: one thread, acting as lcore 1, then as ids without a slot.
+    unsafe {
+        assert!(pool.try_get_direct(1, &mut a));
+        assert!(pool.try_get_direct(u32::MAX, &mut b));
+        pool.get(u32::MAX, &mut c).unwrap();
+    }
+    assert_eq!(counts(&pool), 8);
+    // Back by other routes than they went out by.
+    // SAFETY: as above.
+    unsafe {
+        pool.put(2, &a).unwrap();
+        assert!(pool.try_put_direct(u32::MAX, &b));
+    }
+    assert!(pool.try_put_shared(&c));
+    assert_eq!(counts(&pool), 0);
+    assert_eq!(pool.stats().hold, 8);
+    assert_eq!(pool.stats().release, 64 + 8);
     assert_conserved(&pool);
     assert_exactly_once(&pool);
 }
@@ -108,7 +151,7 @@ fn callers_without_a_slot_take_the_shared_counters_and_validation_none() {
     let mut out = [null_mut(); 4];
     // SAFETY: one thread. Single objects for ids without a cache slot
     // (past `max_lcores`, or a non-EAL thread's `u32::MAX`) are served,
-    // counted on the shared hold/release counters as `get` counts them...
+    // counted as `get` counts them (by the ring's totals)...
     assert!(unsafe { pool.try_get_direct(4, &mut out[..1]) });
     // SAFETY: as above.
     assert!(unsafe { pool.try_get_direct(u32::MAX, &mut out[1..2]) });
@@ -292,8 +335,8 @@ fn cache_off_leaves_the_cache_fast_path_to_the_direct_one() {
 }
 
 /// A slot looked up once (`direct_slot_of`) serves the lcore's gets and
-/// puts as `try_get_direct` / `try_put_direct` would, counted on that
-/// lcore's line; a caller without one has none; a slot looked up before a
+/// puts as `try_get_direct` / `try_put_direct` would, counted by the
+/// ring's totals; a caller without one has none; a slot looked up before a
 /// drain began still serves what was in flight, and the next look-up finds
 /// none for gets (puts keep theirs until the release).
 #[test]
@@ -321,7 +364,7 @@ fn a_slot_looked_up_once_serves_like_the_lookup_each_time() {
     assert_eq!(pool.inflight(), 0);
     let s = pool.stats();
     if s.accounting {
-        assert_eq!(s.hold, 8, "counted on lcore 2's line: {s:?}");
+        assert_eq!(s.hold, 8, "counted by the ring's totals: {s:?}");
     }
     // SAFETY: as above.
     assert!(unsafe { pool.try_get_direct_at(get, &mut out[..2]) });

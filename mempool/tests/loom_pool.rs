@@ -5,7 +5,9 @@
 //!   thread: every object delivered exactly once, conservation at the end;
 //! * late returns (lcore slow path and non-EAL path) racing pollers of the
 //!   shutdown state machine: never released while an object is out,
-//!   released exactly once.
+//!   released exactly once;
+//! * a direct pool, counted by its ring's totals: the release waits for a
+//!   put's fills (single producer) or its unlock (the producer lock).
 #![cfg(loom)]
 
 use core::ffi::c_void;
@@ -163,37 +165,46 @@ fn cache_refill_and_flush_race_the_ring_path() {
 /// Two callers without a slot get at once: the shared hold counter is
 /// written with a plain load and store inside the ring's consumer side, so
 /// no count may be lost, and a snapshot taken meanwhile never counts fewer
-/// objects out than are out.
+/// objects out than are out. A pool with the handler cache (lcore 0's);
+/// the direct pool's variant below counts by the ring's totals instead.
 #[test]
 fn shared_gets_count_every_hold_under_the_consumer_side() {
-    check(
-        "shared_gets_count_every_hold_under_the_consumer_side",
-        || {
-            let pool = Arc::new(pool(4, 0));
-            let other = {
-                let pool = Arc::clone(&pool);
-                thread::spawn(move || {
-                    let mut a = [null_mut(); 2];
-                    pool.get_shared(&mut a).unwrap();
-                    addrs(&a)
-                })
-            };
-            let mut b = [null_mut(); 1];
-            pool.get_shared(&mut b).unwrap();
-            // The other thread's get may or may not have happened: at least
-            // this thread's object is out.
-            assert!(pool.inflight() >= 1, "{}", pool.inflight());
-            let a = other.join().unwrap();
-            assert_eq!(pool.inflight(), 3);
-            let s = pool.stats();
-            if s.accounting {
-                assert_eq!(s.hold, 3, "{s:?}");
-            }
-            pool.put_shared(&ptrs(&a)).unwrap();
-            pool.put_shared(&b).unwrap();
-            assert_eq!(pool.inflight(), 0);
-        },
-    );
+    shared_gets_race("shared_gets_count_every_hold_under_the_consumer_side", 1);
+}
+
+/// [`shared_gets_count_every_hold_under_the_consumer_side`] on a direct
+/// pool (no handler cache), whose counts are the ring's totals.
+#[test]
+fn shared_gets_on_a_direct_pool_count_by_the_ring() {
+    shared_gets_race("shared_gets_on_a_direct_pool_count_by_the_ring", 0);
+}
+
+fn shared_gets_race(name: &str, cache: usize) {
+    check(name, move || {
+        let pool = Arc::new(pool(4, cache));
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let mut a = [null_mut(); 2];
+                pool.get_shared(&mut a).unwrap();
+                addrs(&a)
+            })
+        };
+        let mut b = [null_mut(); 1];
+        pool.get_shared(&mut b).unwrap();
+        // The other thread's get may or may not have happened: at least
+        // this thread's object is out.
+        assert!(pool.inflight() >= 1, "{}", pool.inflight());
+        let a = other.join().unwrap();
+        assert_eq!(pool.inflight(), 3);
+        let s = pool.stats();
+        if s.accounting {
+            assert_eq!(s.hold, 3, "{s:?}");
+        }
+        pool.put_shared(&ptrs(&a)).unwrap();
+        pool.put_shared(&b).unwrap();
+        assert_eq!(pool.inflight(), 0);
+    });
 }
 
 #[test]
@@ -363,41 +374,125 @@ fn two_pollers_on_a_freeing_pool() {
 /// poller may see inflight 0 before that put's unlock. The release must
 /// wait for the producer side before the free; loom checks the put's
 /// touches against it (fails when `poll` does not wait for the producers).
+/// A pool with the handler cache (lcore 0's), whose callers without a
+/// slot count on the shared counters; the direct pool's variant below
+/// counts by the ring's `seq`, moved before the fills, and waits the same
+/// way.
 #[test]
 fn a_shared_put_counted_under_the_lock_is_unlocked_before_the_free() {
-    check(
+    shared_put_races_the_free(
         "a_shared_put_counted_under_the_lock_is_unlocked_before_the_free",
-        || {
-            let pool = Arc::new(freeing_pool(2, 0));
-            let mut a = [null_mut()];
-            pool.get_shared(&mut a).unwrap();
-            assert!(matches!(
-                pool.begin_drain(0, &mut NoDma).unwrap(),
-                PollOutcome::Waiting { inflight: 1, .. }
-            ));
-            let a = addrs(&a);
-            let put = {
-                let pool = Arc::clone(&pool);
-                thread::spawn(move || pool.put_shared(&ptrs(&a)).unwrap())
-            };
-            let poller = {
-                let pool = Arc::clone(&pool);
-                thread::spawn(move || pool.poll(1, &mut NoDma))
-            };
-            put.join().unwrap();
-            let out = poller.join().unwrap();
-            match out {
-                PollOutcome::Released { .. } => {}
-                PollOutcome::Waiting { inflight: 1, .. } => {
-                    // The poll read the counters before the return: the
-                    // next one, after it, releases.
-                    let out = pool.poll(2, &mut NoDma);
-                    assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
-                }
-                out => panic!("{out:?}"),
-            }
-        },
+        1,
     );
+}
+
+/// [`a_shared_put_counted_under_the_lock_is_unlocked_before_the_free`] on
+/// a direct pool (no handler cache).
+#[test]
+fn a_direct_pools_put_is_unlocked_before_the_free() {
+    shared_put_races_the_free("a_direct_pools_put_is_unlocked_before_the_free", 0);
+}
+
+fn shared_put_races_the_free(name: &str, cache: usize) {
+    check(name, move || {
+        let pool = Arc::new(freeing_pool(2, cache));
+        let mut a = [null_mut()];
+        pool.get_shared(&mut a).unwrap();
+        assert!(matches!(
+            pool.begin_drain(0, &mut NoDma).unwrap(),
+            PollOutcome::Waiting { inflight: 1, .. }
+        ));
+        let a = addrs(&a);
+        let put = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.put_shared(&ptrs(&a)).unwrap())
+        };
+        let poller = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.poll(1, &mut NoDma))
+        };
+        put.join().unwrap();
+        let out = poller.join().unwrap();
+        match out {
+            PollOutcome::Released { .. } => {}
+            PollOutcome::Waiting { inflight: 1, .. } => {
+                // The poll read the counters before the return: the
+                // next one, after it, releases.
+                let out = pool.poll(2, &mut NoDma);
+                assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+            }
+            out => panic!("{out:?}"),
+        }
+    });
+}
+
+/// A direct pool (no handler cache) counts by the ring's totals, and a put
+/// counts when it moves `seq`, before its fill. A single-producer ring has
+/// no producer lock to wait for: the release must wait until the last
+/// fill shows (`PtrRing::fills_done`), or it would release the pool with
+/// the object still on its way into its slot (the check below then finds
+/// the ring short of it). Fails when `poll` skips that wait.
+#[test]
+fn a_single_producer_put_is_filled_before_the_release() {
+    check("a_single_producer_put_is_filled_before_the_release", || {
+        let cfg = PoolConfig {
+            max_lcores: 1,
+            cache_size: Some(0),
+            max_chunks: 1,
+            max_devices: 0,
+            single_producer: true,
+            ..PoolConfig::new(2)
+        };
+        // SAFETY: one putter at a time: this thread fills the pool before
+        // the spawn, then the spawned putter is the only one.
+        let pool = unsafe { HeapPool::new_unchecked(&cfg) }.unwrap();
+        pool.register_chunk(ChunkSpec {
+            va: VirtRange::new(VirtAddr(BASE), 2 * STRIDE),
+            iova: None,
+            first: VirtAddr(BASE),
+            stride: STRIDE,
+            count: 2,
+        })
+        .unwrap();
+        pool.put_shared(&[obj(0), obj(1)]).unwrap();
+        let mut a = [null_mut()];
+        pool.get_shared(&mut a).unwrap();
+        let pool = Arc::new(pool);
+        assert!(matches!(
+            pool.begin_drain(0, &mut NoDma).unwrap(),
+            PollOutcome::Waiting { inflight: 1, .. }
+        ));
+        let a = addrs(&a);
+        let put = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.put_shared(&ptrs(&a)).unwrap())
+        };
+        let home = |pool: &HeapPool| {
+            let mut both = [null_mut(); 2];
+            pool.ring()
+                .dequeue_bulk(&mut both)
+                .expect("released with a put's fill not done");
+        };
+        let poller = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let out = pool.poll(1, &mut NoDma);
+                if let PollOutcome::Released { .. } = out {
+                    home(&pool);
+                }
+                out
+            })
+        };
+        put.join().unwrap();
+        let out = poller.join().unwrap();
+        if !matches!(out, PollOutcome::Released { .. }) {
+            // The poll came before the put, or before its fill showed: the
+            // next one, after both, releases.
+            let out = pool.poll(2, &mut NoDma);
+            assert!(matches!(out, PollOutcome::Released { .. }), "{out:?}");
+            home(&pool);
+        }
+    });
 }
 
 /// Counts live mappings across threads (each thread has its own mapper,

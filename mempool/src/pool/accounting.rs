@@ -104,8 +104,21 @@ impl PoolCore {
         self.table().registered()
     }
 
-    /// The hold/release counters, read in release-safe order.
+    /// The hold/release counts, read in release-safe order: for a pool
+    /// with the handler cache, its counters; for a direct pool (no handler
+    /// cache), every object it hands out or takes back goes through the
+    /// ring, whose totals are then the counts (`hold` the objects ever
+    /// dequeued, `release` those ever enqueued, see
+    /// `PtrRing::totals_for_inflight`), so its fast paths write no counter.
     pub fn inflight_snapshot(&self) -> InflightSnapshot {
+        if self.hdr.direct {
+            let (enqueued, dequeued) = self.ring().totals_for_inflight();
+            return InflightSnapshot {
+                populated: self.populated(),
+                hold: dequeued as u64,
+                release: enqueued as u64,
+            };
+        }
         let lcores = self.caches().map(|c| c.counters());
         let shared = core::iter::once((
             inflight::Hold::Whole(&self.shared.hold),

@@ -299,7 +299,11 @@ impl PoolCore {
 
 /// An lcore's counters on the cache-off fast paths, as
 /// [`PoolCore::direct_slot_of`] found them (the slot of one lcore, which only
-/// that lcore's thread may use).
+/// that lcore's thread may use). A direct pool counts by its ring's totals
+/// and never reads them: for it the slot stands for the passed bound check
+/// alone, and the compiler drops the address (see
+/// [`PoolCore::assume_direct`]); on a pool with the handler cache the
+/// cache-off paths count on them.
 ///
 /// It holds a raw pointer, not a reference: an `Option<DirectSlot>` then
 /// has a tag of its own, which the bound check sets, instead of the
@@ -377,5 +381,19 @@ impl PoolCore {
     pub unsafe fn assume_cached(&self) {
         // SAFETY: the caller's contract.
         unsafe { core::hint::assert_unchecked(!self.hdr.direct) }
+    }
+
+    /// The converse of [`assume_cached`](PoolCore::assume_cached): the
+    /// cache-off fast paths inlined after this
+    /// ([`try_get_direct`](PoolCore::try_get_direct) and the others) then
+    /// skip their test of the flag before counting (a direct pool counts
+    /// by the ring's totals, a cached one on its counters).
+    ///
+    /// # Safety
+    /// `self.is_direct()`.
+    #[inline(always)]
+    pub unsafe fn assume_direct(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { core::hint::assert_unchecked(self.hdr.direct) }
     }
 }

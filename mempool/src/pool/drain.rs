@@ -224,7 +224,22 @@ impl PoolCore {
             // No registration between the inflight read and the release
             // (see `register_chunk`).
             let _registrations = self.table().hold_registrations();
-            let inflight = self.inflight();
+            let mut inflight = self.inflight();
+            if inflight <= 0 && self.hdr.direct {
+                // A direct pool's puts count when they move `seq`, before
+                // their fills (`inflight_snapshot`): let the last ones
+                // finish. With a producer lock, wait for its holder (a dead
+                // one is taken over and repaired: `seq` moves back over what
+                // it never filled, so count again); a single producer holds
+                // none, and until its fills show the pool waits as if an
+                // object were out (for good if that producer died there:
+                // its objects are lost, as any a dead process held).
+                self.ring().wait_producers();
+                inflight = self.inflight();
+                if inflight <= 0 && !self.ring().fills_done() {
+                    inflight = 1;
+                }
+            }
             if inflight > 0 {
                 return self.shutdown.wait(now, inflight);
             }

@@ -8,8 +8,8 @@
 //! |---|---|---|
 //! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_get_cached`] | pop from the lcore's own cache, inline copies; `false` on a miss |
 //! | handler cache on, any bulk | [`PoolCore::try_get_cached_bulk`] | the same, `memcpy` above 8 objects |
-//! | handler cache off, an lcore with a slot | [`PoolCore::try_get_direct`] | the ring, counted on the lcore's own line |
-//! | no slot (a non-EAL thread, an id past `max_lcores`), one object | [`PoolCore::try_get_direct`] | the ring, the shared hold counter |
+//! | handler cache off, an lcore with a slot | [`PoolCore::try_get_direct`] | the ring, whose totals are a direct pool's counts: no other write |
+//! | no slot (a non-EAL thread, an id past `max_lcores`), one object | [`PoolCore::try_get_direct`] | the ring, the same (on a pool with the handler cache: the shared hold counter) |
 //! | no slot, a bulk | [`PoolCore::try_get_shared`] | the same, for bulks |
 //! | whatever a fast path refused | [`PoolCore::get`] | validation mode: `get_validated`; a cache: `try_get`, else `get_slow` (refill in one burst, or the ring supplies what an oversized bulk lacks); no cache: `get_ring` |
 //!
@@ -88,25 +88,31 @@ impl PoolCore {
     }
 
     /// With the handler cache off: takes `out.len()` objects straight from
-    /// the ring (validation off), counted on the lcore's own line, with no
-    /// shared write beyond the ring's. Returns `false`, having changed
-    /// nothing, where [`get`](PoolCore::get) must decide (and report): a
-    /// draining pool, too few objects, validation mode, a bulk from a caller
-    /// without a cache slot (one object from such a caller is counted on
-    /// the shared hold counter, as `get` counts it).
+    /// the ring (validation off), with no write beyond the ring's: a direct
+    /// pool's counts are its ring's totals (see
+    /// [`inflight_snapshot`](PoolCore::inflight_snapshot)). Returns `false`,
+    /// having changed nothing, where [`get`](PoolCore::get) must decide
+    /// (and report): a draining pool, too few objects, validation mode, a
+    /// bulk from a caller without a cache slot (one object from such a
+    /// caller is served, as `get` serves it).
     ///
     /// Meant for pools where [`is_direct`](PoolCore::is_direct) holds (the
-    /// caller checks it once to choose its path); with the handler cache on
-    /// it is still correct, the objects only bypassing the cache.
+    /// caller checks it once to choose its path, and may then tell the
+    /// compiler with [`assume_direct`](PoolCore::assume_direct)); with the
+    /// handler cache on it is still correct, the objects only bypassing the
+    /// cache and counted on the lcore's line (or the shared counter).
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get).
     #[inline(always)]
     pub unsafe fn try_get_direct(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        // Read first, before any atomic load, so that a caller's
+        // `assume_direct` still decides it for the compiler.
+        let direct = self.hdr.direct;
         match self.direct_slot_of(lcore, false) {
             // SAFETY: forwarded; the slot is the caller's own lcore's.
-            Some(slot) => unsafe { self.try_get_direct_at(slot, out) },
-            None => out.len() == 1 && self.try_get_shared(out),
+            Some(slot) => unsafe { self.get_direct_at(direct, slot, out) },
+            None => out.len() == 1 && self.shared_get(direct, out),
         }
     }
 
@@ -122,6 +128,22 @@ impl PoolCore {
     /// from this pool.
     #[inline(always)]
     pub unsafe fn try_get_direct_at(&self, slot: DirectSlot<'_>, out: &mut [*mut c_void]) -> bool {
+        // SAFETY: forwarded.
+        unsafe { self.get_direct_at(self.hdr.direct, slot, out) }
+    }
+
+    /// [`try_get_direct_at`](PoolCore::try_get_direct_at), `direct` being
+    /// the pool's flag as the caller read it before any atomic.
+    ///
+    /// # Safety
+    /// As for `try_get_direct_at`.
+    #[inline(always)]
+    unsafe fn get_direct_at(
+        &self,
+        direct: bool,
+        slot: DirectSlot<'_>,
+        out: &mut [*mut c_void],
+    ) -> bool {
         let c = slot.cache();
         let ring = self.ring();
         if out.len() == 1 {
@@ -132,14 +154,17 @@ impl PoolCore {
         } else if ring.dequeue_bulk(out).is_err() {
             return false;
         }
-        c.count_hold(out.len());
+        // A direct pool counts by the ring's totals (`inflight_snapshot`).
+        if !direct {
+            c.count_hold(out.len());
+        }
         true
     }
 
     /// [`try_get_direct`](PoolCore::try_get_direct) for a caller without a
     /// cache slot (a non-EAL thread, an lcore id past `max_lcores`): what
-    /// `get` does for it (the ring, the shared hold counter), without the
-    /// checked entry. `false`, having changed nothing, in validation mode
+    /// `get` does for it (the ring; on a pool with the handler cache also
+    /// the shared hold counter), without the checked entry. `false`, having changed nothing, in validation mode
     /// and wherever `get` must decide. Correct for any caller, but meant
     /// for those without a slot (see [`direct_slot_of`](PoolCore::direct_slot_of)):
     /// `try_get_direct` serves single objects for them itself, a caller
@@ -152,13 +177,20 @@ impl PoolCore {
     /// 32).
     #[inline(always)]
     pub fn try_get_shared(&self, out: &mut [*mut c_void]) -> bool {
+        self.shared_get(self.hdr.direct, out)
+    }
+
+    /// [`try_get_shared`](PoolCore::try_get_shared), `direct` being the
+    /// pool's flag as the caller read it before any atomic.
+    #[inline(always)]
+    fn shared_get(&self, direct: bool, out: &mut [*mut c_void]) -> bool {
         if self.hdr.validate || !self.shutdown.state().serves_gets() {
             return false;
         }
         let ring = self.ring();
         let n = out.len();
         // Counted while the consumer side is held (see `count_shared_hold`).
-        let count = || self.count_shared_hold(n);
+        let count = || self.count_shared_hold(direct, n);
         if n == 1 {
             let Some(obj) = ring.dequeue_one_then(count) else {
                 return false;
@@ -177,10 +209,14 @@ impl PoolCore {
     /// locked RMW here cost a non-EAL thread's get a third of its time).
     /// Release pairs with the Acquire load in `inflight::snapshot`, and the
     /// store follows the objects' removal from the ring, as every hold
-    /// count does.
+    /// count does. `direct` is the pool's flag, read by the caller before
+    /// the ring's atomics: a direct pool counts by the ring's totals
+    /// instead (see `inflight_snapshot`), and writes nothing here.
     #[inline(always)]
-    fn count_shared_hold(&self, n: usize) {
-        inflight::owner_add(&self.shared.hold, n);
+    fn count_shared_hold(&self, direct: bool, n: usize) {
+        if !direct {
+            inflight::owner_add(&self.shared.hold, n);
+        }
     }
 
     /// Takes exactly `out.len()` objects for lcore `lcore` (its own cache
@@ -271,7 +307,7 @@ impl PoolCore {
         }
         let ring = self.ring();
         let n = out.len();
-        ring.dequeue_bulk_then(out, || self.count_shared_hold(n))
+        ring.dequeue_bulk_then(out, || self.count_shared_hold(self.hdr.direct, n))
             .map_err(|_| PoolError::Exhausted {
                 requested: n,
                 available: ring.len(),

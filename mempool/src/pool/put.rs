@@ -6,8 +6,8 @@
 //! |---|---|---|
 //! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_put_cached`] | push onto the lcore's own cache if they fit under its limit |
 //! | handler cache on, any bulk | [`PoolCore::try_put_cached_bulk`] | the same, `memcpy` above 8 objects |
-//! | handler cache off, an lcore with a slot | [`PoolCore::try_put_direct`] | the ring, counted on the lcore's own line |
-//! | no slot, one object | [`PoolCore::try_put_direct`] | the ring, the shared release counter |
+//! | handler cache off, an lcore with a slot | [`PoolCore::try_put_direct`] | the ring, whose totals are a direct pool's counts: no other write |
+//! | no slot, one object | [`PoolCore::try_put_direct`] | the ring, the same (on a pool with the handler cache: the shared release counter) |
 //! | no slot, a bulk | [`PoolCore::try_put_shared`] | the same, for bulks |
 //! | whatever a fast path refused | [`PoolCore::put`] | validation mode: `put_validated` (each object checked, in batches); a cache: `try_put`, else `put_slow` (flush the top of the stack, or the ring for an oversized bulk or a closed cache); no cache: `put_ring` |
 //!
@@ -15,7 +15,9 @@
 //! concurrent deferred release may free the pool, so nothing touches it
 //! after that, except the producer unlock of a caller without a slot,
 //! which counts under the lock (the release waits for the lock, see
-//! `count_shared_release`).
+//! `count_shared_release`). A direct pool's count is the ring's `seq`,
+//! which an enqueue moves before its fills: its release waits for the
+//! producer lock and for the last fill (`PoolCore::poll`).
 
 use core::ffi::c_void;
 
@@ -71,12 +73,13 @@ impl PoolCore {
     }
 
     /// With the handler cache off: puts `objs` straight into the ring
-    /// (validation off), counted on the lcore's own line. Returns `false`,
-    /// having changed nothing, where
+    /// (validation off), with no write beyond the ring's (a direct pool's
+    /// counts are its ring's totals). Returns `false`, having changed
+    /// nothing, where
     /// [`put`](PoolCore::put) must decide (and report): a released pool, a
     /// null object, a ring without room (more objects back than went out),
     /// validation mode, a bulk from a caller without a cache slot (one
-    /// object from such a caller is counted on the shared release counter).
+    /// object from such a caller is served, as `put` serves it).
     ///
     /// Meant for direct pools, as
     /// [`try_get_direct`](PoolCore::try_get_direct).
@@ -85,10 +88,12 @@ impl PoolCore {
     /// As for [`put`](PoolCore::put).
     #[inline(always)]
     pub unsafe fn try_put_direct(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        // Read first, as in `try_get_direct`.
+        let direct = self.hdr.direct;
         match self.direct_slot_of(lcore, true) {
             // SAFETY: forwarded; the slot is the caller's own lcore's.
-            Some(slot) => unsafe { self.try_put_direct_at(slot, objs) },
-            None => objs.len() == 1 && self.try_put_shared(objs),
+            Some(slot) => unsafe { self.put_direct_at(direct, slot, objs) },
+            None => objs.len() == 1 && self.shared_put(direct, objs),
         }
     }
 
@@ -100,6 +105,22 @@ impl PoolCore {
     /// from this pool.
     #[inline(always)]
     pub unsafe fn try_put_direct_at(&self, slot: DirectSlot<'_>, objs: &[*mut c_void]) -> bool {
+        // SAFETY: forwarded.
+        unsafe { self.put_direct_at(self.hdr.direct, slot, objs) }
+    }
+
+    /// [`try_put_direct_at`](PoolCore::try_put_direct_at), `direct` being
+    /// the pool's flag as the caller read it before any atomic.
+    ///
+    /// # Safety
+    /// As for `try_put_direct_at`.
+    #[inline(always)]
+    unsafe fn put_direct_at(
+        &self,
+        direct: bool,
+        slot: DirectSlot<'_>,
+        objs: &[*mut c_void],
+    ) -> bool {
         let c = slot.cache();
         let ring = self.ring();
         let ok = if objs.len() == 1 {
@@ -111,8 +132,12 @@ impl PoolCore {
             return false;
         }
         // The last touch of the pool: once the count is visible a
-        // concurrent deferred release may free it (see `Shutdown`).
-        c.count_release(objs.len());
+        // concurrent deferred release may free it (see `Shutdown`). A
+        // direct pool's count is the ring's `seq`, which the enqueue moved
+        // before its fills: its release waits for the producers (`poll`).
+        if !direct {
+            c.count_release(objs.len());
+        }
         true
     }
 
@@ -120,13 +145,20 @@ impl PoolCore {
     /// cache slot, as [`try_get_shared`](PoolCore::try_get_shared).
     #[inline(always)]
     pub fn try_put_shared(&self, objs: &[*mut c_void]) -> bool {
+        self.shared_put(self.hdr.direct, objs)
+    }
+
+    /// [`try_put_shared`](PoolCore::try_put_shared), `direct` being the
+    /// pool's flag as the caller read it before any atomic.
+    #[inline(always)]
+    fn shared_put(&self, direct: bool, objs: &[*mut c_void]) -> bool {
         if self.hdr.validate || !self.shutdown.state().takes_puts() {
             return false;
         }
         let ring = self.ring();
         let n = objs.len();
         // Counted while the producer side is held (see `count_shared_release`).
-        let count = || self.count_shared_release(n);
+        let count = || self.count_shared_release(direct, n);
         if n == 1 {
             ring.enqueue_one_then(objs[0], count).is_ok()
         } else {
@@ -144,9 +176,18 @@ impl PoolCore {
     /// memory may be freed (`PtrRing::wait_producers`, in `poll`). Release
     /// pairs with the Acquire load in `inflight::snapshot`, and the store
     /// follows the objects' fills.
+    ///
+    /// `direct` is the pool's flag, read by the caller before the ring's
+    /// atomics: a direct pool counts by the ring's totals instead (see
+    /// `inflight_snapshot`) and writes nothing here. The touch stays: under
+    /// the producer lock it is the put's end either way; a single
+    /// producer's put (no lock) ends, for the release, with its last fill
+    /// (`PtrRing::fills_done`), and writes nothing to the pool after it.
     #[inline(always)]
-    fn count_shared_release(&self, n: usize) {
-        inflight::owner_add(&self.shared.release, n);
+    fn count_shared_release(&self, direct: bool, n: usize) {
+        if !direct {
+            inflight::owner_add(&self.shared.release, n);
+        }
         // The end of the put's touches of the pool (loom: ordered before
         // the free only through the producer lock's unlock).
         self.shutdown.touch();
@@ -256,7 +297,7 @@ impl PoolCore {
         // Counted under the producer side; nothing but the unlock follows
         // (see `count_shared_release`).
         self.ring()
-            .enqueue_bulk_then(objs, || self.count_shared_release(n))
+            .enqueue_bulk_then(objs, || self.count_shared_release(self.hdr.direct, n))
             .map_err(|e| put_error(e, n))
     }
 

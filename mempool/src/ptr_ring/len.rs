@@ -68,6 +68,49 @@ impl PtrRing {
         )
     }
 
+    /// [`totals`](PtrRing::totals) read for an inflight count, `(enqueued,
+    /// dequeued)`: `seq` first, then `head`, both Acquire. An object's
+    /// dequeue happens-before its enqueue (whoever took it handed it back),
+    /// so a reading that counts an enqueue also counts the dequeue before
+    /// it: `populated + dequeued - enqueued` is never below the objects out
+    /// at the instant `head` was read. An enqueue counts here from its
+    /// `seq` store, before its fills: the caller that releases memory on
+    /// the count waits for those ([`fills_done`](PtrRing::fills_done),
+    /// `wait_producers`). A producer's repair moves `seq` back over what a
+    /// dead holder never filled, which then counts as out again.
+    #[inline]
+    pub(crate) fn totals_for_inflight(&self) -> (usize, usize) {
+        // Acquire pairs with the Release `seq` store in `publish_seq`
+        // (`produce_one`, `produce_small`): every `head` store that
+        // happens-before that enqueue is visible to the load below.
+        let enqueued = self.hdr.producer.seq.load(Ordering::Acquire);
+        // Acquire pairs with the Release store in `publish_head`.
+        let dequeued = self.hdr.consumer.head.load(Ordering::Acquire);
+        (enqueued, dequeued)
+    }
+
+    /// Whether the enqueues counted so far have made their fills: the slot
+    /// before `seq` holds an object, or the ring holds nothing. Fills happen
+    /// in sequence order, each enqueue after the one before it, so the last
+    /// claimed slot full means every claimed slot is. Lockless; exact for a
+    /// ring no enqueue or dequeue starts on while it runs (a pool whose
+    /// objects are all home: nothing can start but a caller's bug).
+    pub(crate) fn fills_done(&self) -> bool {
+        // Acquire pairs with the Release `seq` store in `publish_seq`.
+        let p = self.hdr.producer.seq.load(Ordering::Acquire);
+        // Acquire pairs with the Release store in `publish_head`.
+        let h = self.hdr.consumer.head.load(Ordering::Acquire);
+        // Nothing claimed and not yet taken (wrapping distance 0, or a
+        // `head` read after later enqueues and dequeues: beyond the slots).
+        let n = p.wrapping_sub(h);
+        if n == 0 || n > self.slots() {
+            return true;
+        }
+        // Acquire pairs with the Release fill of that slot: the fills
+        // before it in sequence order are visible too.
+        self.slot(p.wrapping_sub(1)).load(Ordering::Acquire) != 0
+    }
+
     /// Number of objects in the ring. Exact when no operation is in
     /// progress; under concurrency a count the ring really held (an enqueue
     /// in progress counts as done) at an instant during the call, so never

@@ -92,6 +92,8 @@ unsafe fn dequeue_direct<const SMALL: bool>(
     // SAFETY: `dequeue` calls each copy only for its own bulks, and this one
     // never for a single object.
     unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize)) == SMALL) };
+    // SAFETY: `dequeue` calls this only for a pool whose zone word said direct.
+    unsafe { core.assume_direct() };
     // SAFETY: DPDK passes room for `n` object pointers; the slot is the
     // caller's own lcore's (`dequeue` looked it up with its lcore id).
     let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
@@ -107,8 +109,9 @@ unsafe fn dequeue_direct<const SMALL: bool>(
 }
 
 /// `dequeue` of one object with the handler cache off, from any caller
-/// (one without a slot is counted on the shared hold counter): the bulk
-/// length a constant, so the ring's single-slot path alone is compiled in.
+/// (with a slot or without: a direct pool counts by its ring's totals
+/// either way): the bulk length a constant, so the ring's single-slot path
+/// alone is compiled in.
 #[inline(never)]
 unsafe fn dequeue_one_direct(
     mp: *mut sys::rte_mempool,
@@ -116,6 +119,8 @@ unsafe fn dequeue_one_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
+    // SAFETY: `dequeue` calls this only for a pool whose zone word said direct.
+    unsafe { core.assume_direct() };
     // SAFETY: DPDK passes room for one object pointer; the lcore id as in
     // `put::enqueue`.
     if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, 1)) } {
@@ -135,6 +140,8 @@ unsafe fn dequeue_shared(
     n: c_uint,
     core: &PoolCore,
 ) -> c_int {
+    // SAFETY: `dequeue` calls this only for a pool whose zone word said direct.
+    unsafe { core.assume_direct() };
     // SAFETY: DPDK passes room for `n` object pointers.
     if core.try_get_shared(unsafe { core::slice::from_raw_parts_mut(objs, n as usize) }) {
         return 0;

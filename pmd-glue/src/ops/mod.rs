@@ -12,13 +12,15 @@
 //! | handler cache on, one object, lcore with a slot | inlined into the callback, no call, no stack frame | `try_put_cached` / `try_get_cached` |
 //! | handler cache on, a bulk | tail call, `memcpy` above 8 objects | `try_put_cached_bulk` / `try_get_cached_bulk` |
 //! | handler cache off (the default), lcore with a slot | tail call, one leaf function for single objects, one for bulks (the callback looks the slot up and passes it) | `try_put_direct` / `try_get_direct`; bulks `direct_slot_of`, then `try_put_direct_at` / `try_get_direct_at` |
-//! | handler cache off, a bulk from a caller without a slot (a non-EAL thread) | tail call from the callback (no slot found there), own function, shared counters | `try_put_shared` / `try_get_shared` |
+//! | handler cache off, a bulk from a caller without a slot (a non-EAL thread) | tail call from the callback (no slot found there), own function | `try_put_shared` / `try_get_shared` |
 //! | everything else: a miss (cache full or empty, ring empty), a closing pool, validation mode, a pool that is not ours | checked entry: `zone::attach`, then the core decides and reports | `PoolCore::put` / `PoolCore::get` |
 //!
-//! Single objects from a caller without a slot take the direct row: the
-//! core counts them on the shared counters there. Why the rows are split
-//! as they are (stack frames, inlining, the ring at a constant offset) is
-//! measured in `bench/NOTES.md`.
+//! Single objects from a caller without a slot take the direct row. A pool
+//! without the handler cache counts by its ring's totals, so no cache-off
+//! row writes anything but the ring (the functions tell the core so with
+//! `PoolCore::assume_direct`). Why the rows are split as they are (stack
+//! frames, inlining, the ring at a constant offset) is measured in
+//! `bench/NOTES.md`.
 
 use core::ffi::{c_int, c_uint, c_void};
 

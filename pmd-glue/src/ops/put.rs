@@ -114,6 +114,8 @@ unsafe fn enqueue_direct<const SMALL: bool>(
     // SAFETY: `enqueue` calls each copy only for its own bulks, and this one
     // never for a single object.
     unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize)) == SMALL) };
+    // SAFETY: `enqueue` calls this only for a pool whose zone word said direct.
+    unsafe { core.assume_direct() };
     // SAFETY: DPDK passes `n` valid object pointers; the slot is the
     // caller's own lcore's (`enqueue` looked it up with its lcore id).
     let objs_slice = unsafe { core::slice::from_raw_parts(objs, n as usize) };
@@ -125,9 +127,10 @@ unsafe fn enqueue_direct<const SMALL: bool>(
     unsafe { enqueue_slow(mp, objs, n) }
 }
 
-/// `enqueue` of one object with the handler cache off, from any caller (one
-/// without a slot is counted on the shared release counter): the bulk
-/// length a constant, so the ring's single-slot path alone is compiled in.
+/// `enqueue` of one object with the handler cache off, from any caller
+/// (with a slot or without: a direct pool counts by its ring's totals
+/// either way): the bulk length a constant, so the ring's single-slot path
+/// alone is compiled in.
 #[inline(never)]
 unsafe fn enqueue_one_direct(
     mp: *mut sys::rte_mempool,
@@ -135,6 +138,8 @@ unsafe fn enqueue_one_direct(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
+    // SAFETY: `enqueue` calls this only for a pool whose zone word said direct.
+    unsafe { core.assume_direct() };
     // SAFETY: DPDK passes one valid object pointer; the lcore id is the
     // caller's own (as in `enqueue`).
     if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, 1)) } {
@@ -145,9 +150,8 @@ unsafe fn enqueue_one_direct(
 }
 
 /// `enqueue` of a bulk with the handler cache off, for a caller without a
-/// slot (a non-EAL thread): the ring, counted on the shared release
-/// counter, in a function of its own so that the lcore path keeps its
-/// registers.
+/// slot (a non-EAL thread): the ring, in a function of its own so that the
+/// lcore path keeps its registers.
 #[inline(never)]
 unsafe fn enqueue_shared(
     mp: *mut sys::rte_mempool,
@@ -155,6 +159,8 @@ unsafe fn enqueue_shared(
     n: c_uint,
     core: &PoolCore,
 ) -> c_int {
+    // SAFETY: `enqueue` calls this only for a pool whose zone word said direct.
+    unsafe { core.assume_direct() };
     // SAFETY: DPDK passes `n` valid object pointers.
     if core.try_put_shared(unsafe { core::slice::from_raw_parts(objs, n as usize) }) {
         return 0;
