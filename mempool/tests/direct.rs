@@ -47,7 +47,7 @@ fn cache_off_gets_and_puts_go_to_the_ring_and_are_counted() {
 /// path, a caller without a slot, the checked entry) moves `(enqueued,
 /// dequeued)` by exactly what it hands out or takes back, and `hold` /
 /// `release` are those totals, so the inflight count stays exact whichever
-/// route an object takes out and back.
+/// route an object takes out and back; no route writes an lcore's counters.
 #[test]
 fn a_direct_pool_counts_every_route_by_the_rings_totals() {
     let pool = populated_pool(cfg(0), 0);
@@ -69,9 +69,14 @@ fn a_direct_pool_counts_every_route_by_the_rings_totals() {
     unsafe {
         assert!(pool.try_get_direct(1, &mut a));
         assert!(pool.try_get_direct(u32::MAX, &mut b));
-        pool.get(u32::MAX, &mut c).unwrap();
+        pool.get(3, &mut c).unwrap();
     }
     assert_eq!(counts(&pool), 8);
+    // No route wrote an lcore's `len | hold` word (the activity mark's last
+    // field): the fast path and the checked one alike count by the ring.
+    for lcore in 0..4 {
+        assert_eq!(pool.activity_mark(lcore)[3], 0, "lcore {lcore}");
+    }
     // Back by other routes than they went out by.
     // SAFETY: as above.
     unsafe {

@@ -109,7 +109,8 @@ impl PoolCore {
     /// cache), every object it hands out or takes back goes through the
     /// ring, whose totals are then the counts (`hold` the objects ever
     /// dequeued, `release` those ever enqueued, see
-    /// `PtrRing::totals_for_inflight`), so its fast paths write no counter.
+    /// `PtrRing::totals_for_inflight`), and none of its paths writes a
+    /// counter.
     pub fn inflight_snapshot(&self) -> InflightSnapshot {
         if self.hdr.direct {
             let (enqueued, dequeued) = self.ring().totals_for_inflight();

@@ -349,7 +349,10 @@ impl PoolCore {
             })?;
         // SAFETY: owner; `out[need..]` has exactly `have` slots.
         unsafe { c.take_all_uncounted(&mut out[need..]) };
-        c.count_hold(n);
+        // A direct pool (no cache, so `have` is 0) counts by the ring.
+        if !self.hdr.direct {
+            c.count_hold(n);
+        }
         Ok(())
     }
 

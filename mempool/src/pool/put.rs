@@ -321,8 +321,10 @@ impl PoolCore {
             }
             ring.enqueue_bulk(objs).map_err(|e| put_error(e, n))?;
             // The last touch of the pool (see `put_ring`): don't touch the
-            // pool after this.
-            c.count_release(n);
+            // pool after this. A direct pool counts by the ring instead.
+            if !self.hdr.direct {
+                c.count_release(n);
+            }
             return Ok(());
         }
         // Full: flush the top of the stack in one bulk, keep at most half.
