@@ -517,6 +517,15 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The generated header and `--help` write the threshold out in words
+    /// (they are const strings): they must say the value the code uses.
+    #[test]
+    fn the_texts_give_the_host_speed_threshold_the_code_uses() {
+        let words = format!("below {MIN_HOST_SPEED}x the rates");
+        assert!(HEAD.contains(&words), "RESULTS.md header: {words:?}");
+        assert!(crate::HELP.contains(&words), "--help: {words:?}");
+    }
+
     #[test]
     fn a_report_from_before_becomes_its_release_section() {
         let (dir, index) = scratch_index("bench_legacy");
