@@ -167,9 +167,7 @@ fn hold_and_release_match_the_gets_and_puts_made() {
     let mut held: Vec<*mut core::ffi::c_void> = Vec::new();
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for step in 0..20_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        next_random(&mut x);
         // Lcores 0-3 have a cache of 16; 9 has no slot.
         let lcore = [0, 1, 2, 3, 9][(x % 5) as usize];
         let k = ((x >> 8) % 40) as usize; // up to 2.5 times the cache

@@ -95,9 +95,7 @@ fn cache_never_exceeds_size_under_random_bulks() {
     let mut held: Vec<*mut c_void> = Vec::new();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     for _ in 0..20_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        next_random(&mut x);
         let k = (x % 40) as usize; // includes bulks above the cache size
         if x & (1 << 40) != 0 {
             let mut out = vec![null_mut(); k];

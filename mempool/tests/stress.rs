@@ -95,10 +95,7 @@ impl Shared {
 }
 
 fn bulk(x: &mut u64) -> usize {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    1 + (*x % 48) as usize // some above the cache size
+    1 + (next_random(x) % 48) as usize // some above the cache size
 }
 
 fn alloc_here_free_there(cache: usize, validate: bool) {

@@ -17,6 +17,15 @@ pub const STRIDE: usize = 192;
 /// IOVA of `BASE`.
 pub const IOVA_BASE: u64 = 0x1_0000_0000;
 
+/// Advances the tests' pseudo-random state (xorshift64) and returns it:
+/// repeatable sequences for the randomised tests, no crate needed.
+pub fn next_random(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 /// The chunk holding objects `0..n` at `BASE`.
 pub fn chunk_spec(n: usize) -> ChunkSpec {
     ChunkSpec {
