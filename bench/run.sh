@@ -646,8 +646,9 @@ notes=()
 [[ -f bench/NOTES.md ]] && notes=(--notes bench/NOTES.md)
 # The full report and chart of this run go to bench/results/dpdk-<release>/;
 # bench/RESULTS.md gets this release's section, the others stay.
-# A host that ran the control rows (the handler never called) below 0.8x
-# the rates of the committed run of this release is not comparable with
+# A host that ran ring_mp_mc in the control rows (the handler never called)
+# or in the no-cache rows on one lcore (its atomics) below 0.8x the rates
+# of the committed run of this release is not comparable with
 # it: bench_report then leaves bench/RESULTS.md and results/ alone, writes
 # this run's report into $out and fails, unless BENCH_REPLACE=1.
 replace=()

@@ -75,29 +75,115 @@ fn baseline_rate(words: &str) -> Option<f64> {
     rate.trim().parse().ok().filter(|r: &f64| *r > 0.0)
 }
 
-/// The baseline rates of the control rows (DPDK's cache serves every
-/// object: the handler is never called, so the rate measures the host)
-/// among `rows`, by row.
-fn control_rates(rows: &[TargetCells]) -> BTreeMap<String, f64> {
+/// The two kinds of rows whose `ring_mp_mc` rate probes the host: no
+/// build of `ptr_ring` changes it, so against the committed run of the
+/// same release it says how fast the host ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The control rows: DPDK's cache serves every object and the handler
+    /// is never called (plain loads and stores).
+    Control,
+    /// The no-cache rows on one lcore: `ring_mp_mc`'s compare-and-swap on
+    /// every call. A host where locked instructions cost more (the 25.11
+    /// run of 4 December 2026: 41 M/s here against 77, the control rows at
+    /// 1.07x) shows here and not in the control rows.
+    Atomic,
+}
+
+impl Probe {
+    const ALL: [Probe; 2] = [Probe::Control, Probe::Atomic];
+
+    /// Whether `c` is one of this probe's rows.
+    fn takes(self, c: &TargetCells) -> bool {
+        match self {
+            Probe::Control => c.0[3].starts_with("control"),
+            Probe::Atomic => c
+                .row()
+                .starts_with(&format!("{}: 1 lcore, ", Group::NoCache.name())),
+        }
+    }
+
+    /// The rows, in words.
+    pub fn words(self) -> &'static str {
+        match self {
+            Probe::Control => "the control rows (handler never called)",
+            Probe::Atomic => {
+                "the no-cache rows on one lcore (`ring_mp_mc`'s atomics on every call)"
+            }
+        }
+    }
+}
+
+/// The baseline rates of `probe`'s rows among `rows`, by row.
+fn probe_rates(rows: &[TargetCells], probe: Probe) -> BTreeMap<String, f64> {
     rows.iter()
-        .filter(|c| c.0[3].starts_with("control"))
+        .filter(|c| probe.takes(c))
         .filter_map(|c| Some((c.row().to_string(), baseline_rate(&c.0[4])?)))
         .collect()
 }
 
+/// One probe's verdict on the host: the median, over the probe's rows both
+/// runs have, of the ratio of their baseline rates, and the number of rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostSpeed {
+    pub probe: Probe,
+    pub speed: f64,
+    pub rows: usize,
+}
+
 /// How fast the host ran `new` against the run of `old` (a section's
-/// markdown): the median, over the control rows both have, of the ratio
-/// of their baseline rates, with the number of rows; `None` without a
-/// common control row.
-pub fn host_speed(old: &str, new: &Section) -> Option<(f64, usize)> {
+/// markdown), by each [`Probe`] that has a row in both; empty without one.
+pub fn host_speed(old: &str, new: &Section) -> Vec<HostSpeed> {
     let old_rows: Vec<TargetCells> = old.lines().filter_map(TargetCells::parse).collect();
-    let before = control_rates(&old_rows);
-    let now = control_rates(&new.rows);
-    let ratios: Vec<f64> = now
+    Probe::ALL
+        .into_iter()
+        .filter_map(|probe| {
+            let before = probe_rates(&old_rows, probe);
+            let ratios: Vec<f64> = probe_rates(&new.rows, probe)
+                .iter()
+                .filter_map(|(row, r)| Some(r / before.get(row)?))
+                .collect();
+            Summary::of(&ratios).map(|s| HostSpeed {
+                probe,
+                speed: s.median,
+                rows: s.n,
+            })
+        })
+        .collect()
+}
+
+/// The slowest of the probes, the one the guard ([`MIN_HOST_SPEED`]) reads.
+pub fn slowest(speeds: &[HostSpeed]) -> Option<HostSpeed> {
+    speeds
         .iter()
-        .filter_map(|(row, r)| Some(r / before.get(row)?))
-        .collect();
-    Summary::of(&ratios).map(|s| (s.median, s.n))
+        .copied()
+        .min_by(|a, b| a.speed.total_cmp(&b.speed))
+}
+
+/// The probes in words.
+pub fn speeds_in_words(speeds: &[HostSpeed]) -> String {
+    speeds
+        .iter()
+        .map(|h| {
+            format!(
+                "{} at {:.2}x (median of {} rows)",
+                h.probe.words(),
+                h.speed,
+                h.rows
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How fast the host ran against the committed run of `release`, from
+/// `old_source`: for the section's machine cell, the full report and the
+/// guard's error.
+pub fn host_speed_words(speeds: &[HostSpeed], release: &str, old_source: &str) -> String {
+    format!(
+        "`ring_mp_mc`'s rates against the committed DPDK {release} run, {old_source}: {}",
+        speeds_in_words(speeds)
+    )
 }
 
 /// The section of `release` in the summary at `index`, if it has one.
@@ -217,13 +303,12 @@ impl Section {
     }
 
     /// Adds how fast the host ran this run against the one it replaces
-    /// to the machine's cell.
-    pub fn note_host_speed(&mut self, speed: f64, rows: usize, old_source: &str) {
+    /// ([`host_speed_words`]) to the machine's cell.
+    pub fn note_host_speed(&mut self, words: &str) {
         self.machine = format!(
-            "{}; host speed: the control rows (handler never called) ran at {speed:.2}x the \
-             `ring_mp_mc` rates of the run this section replaced, {} (median of {rows} rows)",
+            "{}; host speed: {}",
             self.machine,
-            old_source.replace('|', "\\|")
+            words.replace('|', "\\|")
         );
     }
 
@@ -294,7 +379,8 @@ in that one run: the median of the per-round ratios, with a bootstrap 95% confid
 \"equal within noise\" when that interval contains 1.0. Compare ratios, not rates, across \
 releases. A run on one release rewrites its section and its full report under \
 `results/dpdk-<release>/` and keeps the other sections; a run whose control rows (the handler \
-never called) ran below 0.8x the rates of the section's run leaves it as it was unless told to \
+never called) or no-cache rows on one lcore (`ring_mp_mc`'s atomics) ran `ring_mp_mc` below 0.8x \
+the rates of the section's run leaves it as it was unless told to \
 replace it (`BENCH_REPLACE=1`; the section's \"Machine during the run\" then gives that speed; \
 bench/README.md). Rows: the targets of the full report \
 (no cache on either side; DPDK's cache on both with working sets larger than it; hand-over \
@@ -460,10 +546,22 @@ mod tests {
         assert_eq!(baseline_rate("no data"), None);
     }
 
-    /// The host's speed comes from the control rows both runs have, the
-    /// `ring_mp_mc` side, as a median; rows with a target do not count.
+    /// A no-cache row on one lcore, with a target (its verdict is not a
+    /// control's).
+    fn nocache(row: &str, words: &str) -> TargetCells {
+        TargetCells([
+            row.into(),
+            "1.05x [1.04-1.08]".into(),
+            ">= 1.00x".into(),
+            "met".into(),
+            words.into(),
+        ])
+    }
+
+    /// The host's speed comes from each probe's rows both runs have, the
+    /// `ring_mp_mc` side, as a median; other rows with a target do not count.
     #[test]
-    fn host_speed_compares_the_common_control_rows() {
+    fn host_speed_compares_the_common_rows_of_each_probe() {
         let mut old = section("22.11", "nocache: a");
         old.rows.push(control(
             "dpdkcache: one",
@@ -477,27 +575,78 @@ mod tests {
             "dpdkcache: gone",
             "equal within noise: 1.0 vs 1.0 M/s",
         ));
+        old.rows
+            .push(nocache("nocache: 1 lcore, bulk 1", "x: 86.1 vs 80.0 M/s"));
+        old.rows
+            .push(nocache("nocache: 2 lcores, bulk 1", "x: 5.0 vs 5.0 M/s"));
         let old = old.render();
         let mut new = section("22.11", "nocache: a");
-        // No control row in common: no speed.
-        assert_eq!(host_speed(&old, &new), None);
+        // No probe row in common: no speed.
+        assert_eq!(host_speed(&old, &new), vec![]);
+        assert_eq!(slowest(&[]), None);
         new.rows
             .push(control("dpdkcache: one", "x: 9999.0 vs 1000.0 M/s"));
         new.rows
             .push(control("dpdkcache: two", "x: 1.0 vs 3000.0 M/s"));
         new.rows
             .push(control("dpdkcache: new", "x: 1.0 vs 1.0 M/s"));
-        // 1000 / 2000 and 3000 / 5000: median 0.55.
-        let (speed, rows) = host_speed(&old, &new).unwrap();
-        assert_eq!(rows, 2);
-        assert!((speed - 0.55).abs() < 1e-9, "{speed}");
-        assert!(speed < MIN_HOST_SPEED);
+        // 1000 / 2000 and 3000 / 5000: median 0.55; no atomic row in common.
+        let speeds = host_speed(&old, &new);
+        assert_eq!(speeds.len(), 1, "{speeds:?}");
+        assert_eq!((speeds[0].probe, speeds[0].rows), (Probe::Control, 2));
+        assert!((speeds[0].speed - 0.55).abs() < 1e-9, "{speeds:?}");
+        assert!(slowest(&speeds).unwrap().speed < MIN_HOST_SPEED);
         assert_eq!(source_of(&old), Some("abc1234 (clean)"));
-        new.note_host_speed(speed, rows, "abc1234 (clean)");
+        new.note_host_speed(&host_speed_words(&speeds, "22.11", "abc1234 (clean)"));
         assert!(new.render().contains(
-            "ran at 0.55x the `ring_mp_mc` rates of the run this section replaced, abc1234 (clean) \
-             (median of 2 rows) |"
+            "; host speed: `ring_mp_mc`'s rates against the committed DPDK 22.11 run, \
+             abc1234 (clean): the control rows (handler never called) at 0.55x (median of 2 rows) |"
         ));
+    }
+
+    /// A host that runs the control rows at full speed and `ring_mp_mc`'s
+    /// atomics at half is caught by the atomic probe; two-lcore rows are
+    /// not a probe (their rate depends on where the vCPUs run).
+    #[test]
+    fn a_host_slow_only_at_atomics_is_below_the_threshold() {
+        // Row, and the baseline rate before and now.
+        let rows = [
+            ("dpdkcache: one", 1600.0, 1712.0),
+            ("nocache: 1 lcore, bulk 1, 128 kept", 77.0, 41.1),
+            ("nocache: 1 lcore, bulk 32, 128 kept", 850.0, 425.0),
+            ("nocache: 2 lcores each recycling, bulk 1", 5.0, 50.0),
+        ];
+        let run = |now: bool| {
+            let mut s = section("25.11", "nocache: a");
+            for (row, before, after) in rows {
+                let words = format!("x: 1.0 vs {:.1} M/s", if now { after } else { before });
+                s.rows.push(if row.starts_with("dpdkcache") {
+                    control(row, &words)
+                } else {
+                    nocache(row, &words)
+                });
+            }
+            s
+        };
+        let old = run(false).render();
+        let new = run(true);
+        let speeds = host_speed(&old, &new);
+        assert_eq!(speeds.len(), 2, "{speeds:?}");
+        assert_eq!(speeds[0].probe, Probe::Control);
+        assert!((speeds[0].speed - 1.07).abs() < 1e-9, "{speeds:?}");
+        assert!(speeds[0].speed >= MIN_HOST_SPEED);
+        // 41.1 / 77 and 425 / 850: median of two, 0.517; the two-lcore row
+        // (10x) is left out.
+        assert_eq!((speeds[1].probe, speeds[1].rows), (Probe::Atomic, 2));
+        let want = (41.1 / 77.0 + 0.5) / 2.0;
+        assert!((speeds[1].speed - want).abs() < 1e-9, "{speeds:?}");
+        assert_eq!(slowest(&speeds), Some(speeds[1]));
+        assert!(slowest(&speeds).unwrap().speed < MIN_HOST_SPEED);
+        assert_eq!(
+            speeds_in_words(&speeds),
+            "the control rows (handler never called) at 1.07x (median of 1 rows), the no-cache \
+             rows on one lcore (`ring_mp_mc`'s atomics on every call) at 0.52x (median of 2 rows)"
+        );
     }
 
     #[test]

@@ -38,8 +38,9 @@ usage: bench_report [--dir DIR] --index bench/RESULTS.md [--replace] [--notes NO
   --index PATH   the summary with one section per DPDK release: write this run's
                  full report and chart to results/dpdk-<release>/{RESULTS.md,ratios.svg}
                  next to PATH, and its release's section into PATH (the other
-                 releases' sections are kept). Where the host ran the control rows
-                 (the handler never called) below 0.8x the rates of the run whose
+                 releases' sections are kept). Where the host ran ring_mp_mc in the
+                 control rows (the handler never called) or in the no-cache rows on
+                 one lcore (its atomics) below 0.8x the rates of the run whose
                  section this would replace, it writes the report and chart into
                  DIR instead, changes nothing next to PATH and fails
   --replace      with --index: replace the section whatever the host's speed
@@ -155,7 +156,7 @@ fn run(a: &Args, d: &Data) -> Result<(), String> {
         .notes
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok());
-    let text = tables::report(d, notes.as_deref(), svg_name.as_deref(), None);
+    let text = tables::report(d, notes.as_deref(), svg_name.as_deref(), None, None);
     match &a.out {
         Some(p) => {
             std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -178,29 +179,30 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
     })?;
     let mut section = index::Section::of_run(d, &release);
     let old = index::section_text(index, &release);
-    let speed = old.as_deref().and_then(|o| index::host_speed(o, &section));
+    let speeds = old
+        .as_deref()
+        .map_or_else(Vec::new, |o| index::host_speed(o, &section));
     let old_source = old
         .as_deref()
         .and_then(index::source_of)
         .unwrap_or("?")
         .to_string();
-    if let Some((speed, rows)) = speed {
-        if speed < index::MIN_HOST_SPEED && !a.replace {
-            return Err(keep_section(
-                a,
-                d,
-                index,
-                &release,
-                speed,
-                rows,
-                &old_source,
-            ));
+    let host = index::slowest(&speeds).map(|slowest| {
+        (
+            slowest.speed,
+            index::host_speed_words(&speeds, &release, &old_source),
+        )
+    });
+    if let Some((slowest, words)) = &host {
+        if *slowest < index::MIN_HOST_SPEED && !a.replace {
+            return Err(keep_section(a, d, index, &release, words));
         }
-        section.note_host_speed(speed, rows, &old_source);
+        section.note_host_speed(words);
     }
+    let host = host.map(|(_, words)| words);
     let dir = index::release_dir(index, &release);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let report = write_report(a, d, &dir, Some(&index::back_link(index)))?;
+    let report = write_report(a, d, &dir, Some(&index::back_link(index)), host.as_deref())?;
     eprintln!(
         "bench_report: wrote {} and {}",
         report.display(),
@@ -218,13 +220,15 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
 }
 
 /// The full report and its chart into `dir` (`index::REPORT`,
-/// `index::CHART`), the report linking back to the summary at `back`;
-/// returns the report's path.
+/// `index::CHART`), the report linking back to the summary at `back` and
+/// giving the host's speed, `host`, where there is one; returns the
+/// report's path.
 fn write_report(
     a: &Args,
     d: &Data,
     dir: &std::path::Path,
     back: Option<&str>,
+    host: Option<&str>,
 ) -> Result<PathBuf, String> {
     let svg = dir.join(index::CHART);
     chart::write(d, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
@@ -233,7 +237,7 @@ fn write_report(
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok());
     let report = dir.join(index::REPORT);
-    let text = tables::report(d, notes.as_deref(), Some(index::CHART), back);
+    let text = tables::report(d, notes.as_deref(), Some(index::CHART), back, host);
     std::fs::write(&report, text).map_err(|e| format!("{}: {e}", report.display()))?;
     Ok(report)
 }
@@ -241,22 +245,12 @@ fn write_report(
 /// A run on a host too slow to compare with the committed one: its report
 /// and chart go into the run's own folder, nothing next to `index` changes,
 /// and the error says so.
-fn keep_section(
-    a: &Args,
-    d: &Data,
-    index: &std::path::Path,
-    release: &str,
-    speed: f64,
-    rows: usize,
-    old_source: &str,
-) -> String {
-    let wrote = write_report(a, d, &a.dir, None);
+fn keep_section(a: &Args, d: &Data, index: &std::path::Path, release: &str, host: &str) -> String {
+    let wrote = write_report(a, d, &a.dir, None, Some(host));
     verdicts(d);
     let kept = format!(
-        "the host ran the control rows (the handler never called) at {speed:.2}x the \
-         ring_mp_mc rates of the committed DPDK {release} run, {old_source} (median of {rows} \
-         rows; below {:.2}x): not comparable, so DPDK {release}'s section of {} and its full \
-         report are left as they were",
+        "host speed, {host}; below {:.2}x, so not comparable: DPDK {release}'s section of {} and \
+         its full report are left as they were",
         index::MIN_HOST_SPEED,
         index.display()
     );

@@ -22,10 +22,11 @@ pub fn report(
     notes: Option<&str>,
     svg_name: Option<&str>,
     index: Option<&str>,
+    host_speed: Option<&str>,
 ) -> String {
     let mut o = String::new();
     header(&mut o, d, index);
-    machine(&mut o, d);
+    machine(&mut o, d, host_speed);
     targets(&mut o, d, svg_name);
     let groups: BTreeSet<Group> = d.mempool.keys().map(|k| k.group).collect();
     mempool_intro(&mut o, d);
@@ -87,7 +88,9 @@ fn header(w: &mut String, d: &Data, index: Option<&str>) {
     );
 }
 
-fn machine(w: &mut String, d: &Data) {
+/// The machine table; `host_speed`, where given, is how fast the host ran
+/// against the committed run of the release, in words.
+fn machine(w: &mut String, d: &Data, host_speed: Option<&str>) {
     let _ = writeln!(w, "## Machine\n\n| | |\n|---|---|");
     for (k, label) in [
         ("cpu", "CPU"),
@@ -109,6 +112,9 @@ fn machine(w: &mut String, d: &Data) {
         "| Machine during the run | {} |",
         monitor_summary(d).replace('|', "\\|")
     );
+    if let Some(h) = host_speed {
+        let _ = writeln!(w, "| Host speed | {} |", h.replace('|', "\\|"));
+    }
     let shares: Vec<f64> = d
         .mempool
         .values()
