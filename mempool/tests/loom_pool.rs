@@ -21,6 +21,8 @@ use mempool::{
     ChunkSpec, HeapPool, NoDma, PollOutcome, PoolConfig, PoolError, PoolState, VirtAddr, VirtRange,
 };
 
+mod loom_model;
+
 const BASE: usize = 0x1000;
 const STRIDE: usize = 64;
 
@@ -71,8 +73,8 @@ fn pool_with(n: usize, cache: usize, freeing: bool) -> HeapPool {
     pool
 }
 
-/// Runs `f` under loom and reports how many executions were explored. No
-/// preemption bound by default: these models are small enough to explore
+/// Runs `f` under loom (`loom_model::run`: the executions explored on
+/// stderr, a failure when only one was). No preemption bound by default: these models are small enough to explore
 /// exhaustively (~30k executions, a few seconds each; the count stops
 /// growing from a bound of 20 on). `LOOM_MAX_PREEMPTIONS` sets one.
 fn check(name: &str, f: impl Fn() + Sync + Send + 'static) {
@@ -82,24 +84,7 @@ fn check(name: &str, f: impl Fn() + Sync + Send + 'static) {
 /// [`check`] with a preemption bound when `LOOM_MAX_PREEMPTIONS` sets none
 /// (three-thread models).
 fn check_bounded(name: &str, bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
-    use std::sync::atomic::{AtomicUsize as StdCounter, Ordering as StdOrdering};
-    let runs = std::sync::Arc::new(StdCounter::new(0));
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = bound;
-    }
-    let bound = b.preemption_bound;
-    let t0 = std::time::Instant::now();
-    let counter = std::sync::Arc::clone(&runs);
-    b.check(move || {
-        counter.fetch_add(1, StdOrdering::Relaxed);
-        f()
-    });
-    eprintln!(
-        "{name}: {} executions, preemption bound {bound:?}, {:.2?}",
-        runs.load(StdOrdering::Relaxed),
-        t0.elapsed()
-    );
+    loom_model::run(name, bound, f);
 }
 
 /// Raw addresses cross threads as `usize`.

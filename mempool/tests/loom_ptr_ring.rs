@@ -18,33 +18,11 @@ use loom::sync::Arc;
 use loom::thread;
 use mempool::{HeapRing, RingLayout};
 
+mod loom_model;
+use loom_model::model;
+
 fn obj(i: usize) -> *mut c_void {
     i as *mut c_void
-}
-
-/// Runs `f` under loom (preemption bound 3 unless `LOOM_MAX_PREEMPTIONS`
-/// sets one) and reports how many executions were explored.
-#[track_caller]
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    use std::sync::atomic::{AtomicUsize as StdCounter, Ordering as StdOrdering};
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    let bound = b.preemption_bound;
-    let runs = std::sync::Arc::new(StdCounter::new(0));
-    let counter = runs.clone();
-    let t0 = std::time::Instant::now();
-    b.check(move || {
-        counter.fetch_add(1, StdOrdering::Relaxed);
-        f()
-    });
-    eprintln!(
-        "model at {}: {} executions, preemption bound {bound:?}, {:.2?}",
-        std::panic::Location::caller(),
-        runs.load(StdOrdering::Relaxed),
-        t0.elapsed()
-    );
 }
 
 fn ring(cap: usize, batch: usize) -> Arc<HeapRing> {

@@ -15,18 +15,11 @@ use loom::sync::Arc;
 use loom::thread;
 use mempool::{HeapRing, RingLayout};
 
+mod loom_model;
+use loom_model::model;
+
 fn obj(i: usize) -> *mut c_void {
     i as *mut c_void
-}
-
-/// Runs `f` under loom (preemption bound 3 unless `LOOM_MAX_PREEMPTIONS`
-/// sets one).
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    b.check(f);
 }
 
 /// A ring of capacity 3, batch 2 (4 slots), locked or single-producer /

@@ -24,6 +24,8 @@ use mempool::crash::{self, CrashSite};
 use mempool::owner::{self, Liveness, OwnerId};
 use mempool::{HeapRing, RingLayout};
 
+mod loom_model;
+
 loom::lazy_static! {
     /// The owner id that died (0: none yet).
     static ref DEAD: AtomicU32 = AtomicU32::new(0);
@@ -56,13 +58,10 @@ fn be(id: u32) {
 
 /// Runs `f` under loom with the preemption bound of `loom_ptr_ring` (3
 /// unless `LOOM_MAX_PREEMPTIONS` sets one), the liveness check installed.
+#[track_caller]
 fn model(f: impl Fn() + Sync + Send + 'static) {
     owner::set_liveness(dead_or_alive);
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    b.check(f);
+    loom_model::model(f);
 }
 
 fn drain(r: &HeapRing) -> Vec<usize> {
