@@ -12,8 +12,10 @@
 #                     ring_mp_mc with no cache at all
 # Every run reads mb_pool_0's ops name through telemetry (scripts/pool-ops.sh):
 # ptr_ring on the ptr_ring side, another handler on the other, or the demo
-# stops. Prints a side-by-side table (median and spread of the rounds) and
-# the handler's own report of its last run.
+# stops. Prints a side-by-side table (median and spread of the rounds, the
+# median and range of the per-round ratios), a NOT STEADY line for a row
+# whose rates moved by more than 1.5x between rounds, and the handler's own
+# report of its last run.
 #
 # Settings: DEMO_ROUNDS (default 3), TESTPMD_SECONDS (default 4).
 set -euo pipefail
@@ -35,6 +37,19 @@ logs=$repo_root/build/demo
 mkdir -p "$logs"
 
 spread() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f-%.2f", lo, hi}'; }
+# How far a list of rates moved between rounds: highest over lowest.
+swing() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f", (lo>0)?hi/lo:0}'; }
+# The per-round ratios B/A of two lists of rates measured in the same
+# rounds (each round runs both, back to back), space-separated.
+paired() {
+    paste -d' ' <(tr ' ' '\n' <<<"$1" | sed '/^$/d') <(tr ' ' '\n' <<<"$2" | sed '/^$/d') |
+        awk '$1 > 0 { printf "%.4f ", $2 / $1 }'
+}
+# A row whose rates moved by more than this between rounds, on either
+# side, is flagged: its ratio depends on which rounds were fast. On the
+# 2-vCPU VMs of this project the no-cache row's testpmd rate has switched
+# between about 12 and 32 Mpps from one start to the next (bench/NOTES.md).
+max_swing=1.5
 
 echo "demo: dpdk-testpmd io forwarding net_null0 <-> net_null1, lcores 0-1, EAL ${EAL_MEM}"
 echo "demo: ${rounds} rounds per row, handlers alternated, ${TESTPMD_SECONDS} s of 1-s samples each"
@@ -74,6 +89,7 @@ for row in both-250 none own-vs-none; do
     done
 done
 runs[own-vs-none,ring_mp_mc]=${runs[none,ring_mp_mc]}
+unsteady=()
 
 echo
 printf '%-58s %-20s %-20s %s\n' "row (caches: ring_mp_mc side | ptr_ring side)" "ring_mp_mc Mpps" "ptr_ring Mpps" "ptr_ring / ring_mp_mc"
@@ -85,11 +101,24 @@ for row in both-250 none own-vs-none; do
     esac
     a=${runs[$row,ring_mp_mc]}; b=${runs[$row,ptr_ring]}
     ma=$(median <<<"$a"); mb=$(median <<<"$b")
-    printf '%-58s %-20s %-20s %.2fx\n' "$label" \
-        "$ma ($(spread <<<"$a"))" "$mb ($(spread <<<"$b"))" "$(awk -v a="$ma" -v b="$mb" 'BEGIN{print (a>0)?b/a:0}')"
+    ratios=$(paired "$a" "$b")
+    printf '%-58s %-20s %-20s %sx (%s)\n' "$label" \
+        "$ma ($(spread <<<"$a"))" "$mb ($(spread <<<"$b"))" "$(median <<<"$ratios")" "$(spread <<<"$ratios")"
+    for side in "$a" "$b"; do
+        sw=$(swing <<<"$side")
+        if awk -v s="$sw" -v m="$max_swing" 'BEGIN { exit !(s > m) }'; then
+            unsteady+=("$label: rates moved by up to ${sw}x between rounds")
+            break
+        fi
+    done
 done
-echo "(median over rounds, range in parentheses; absolute rates drift on shared machines, compare the ratio."
-echo " The last row gives ptr_ring a cache that ring_mp_mc does not have: it is not a like-for-like result.)"
+echo "(rates: median over rounds, range in parentheses; ratio: median of the per-round ratios, each round"
+echo " running both handlers back to back, range in parentheses. Absolute rates drift on shared machines:"
+echo " compare the ratios. The last row gives ptr_ring a cache that ring_mp_mc does not have (its"
+echo " ring_mp_mc side is the no-cache row's): it is not a like-for-like result.)"
+for u in "${unsteady[@]}"; do
+    echo "demo: NOT STEADY: $u (above ${max_swing}x): this row's ratio is no result; rerun, or DEMO_ROUNDS=9 for more rounds"
+done
 echo
 echo "demo: the handler's own report from the last ptr_ring run with its own cache (log type pmd.mempool.ptr_ring):"
 grep '^PTR_RING:' "$logs/testpmd-ptr_ring-own-vs-none-$rounds.log" | sed 's/^/  /'
