@@ -54,11 +54,20 @@ pub enum Pattern {
     /// `Recycle`, gets and puts are not balanced over a short time, so a
     /// DPDK cache smaller than `kept` refills and flushes through the handler.
     Burst,
+    /// As `Recycle`, but the oldest `bulk` goes back one object per
+    /// `rte_mempool_put_bulk` call: a PMD that receives in bursts and frees
+    /// mbuf by mbuf on transmit, as `net_null` (and testpmd io over it) does.
+    FreeOne,
 }
 
 impl Pattern {
     /// Every pattern.
-    pub const ALL: [Pattern; 3] = [Pattern::Recycle, Pattern::Handoff, Pattern::Burst];
+    pub const ALL: [Pattern; 4] = [
+        Pattern::Recycle,
+        Pattern::Handoff,
+        Pattern::Burst,
+        Pattern::FreeOne,
+    ];
 
     /// The name used on the command line and in CSV.
     pub fn name(self) -> &'static str {
@@ -66,6 +75,7 @@ impl Pattern {
             Pattern::Recycle => "recycle",
             Pattern::Handoff => "handoff",
             Pattern::Burst => "burst",
+            Pattern::FreeOne => "freeone",
         }
     }
 
@@ -168,8 +178,13 @@ impl MempoolKey {
             (_, n, Pattern::Recycle) => format!("{n} lcores each recycling"),
             (_, n, Pattern::Burst) => format!("{n} lcores each in bursts"),
             (_, n, Pattern::Handoff) => format!("{n} lcores, alloc on one, free on the other"),
+            (_, n, Pattern::FreeOne) => format!("{n} lcores each freeing one by one"),
         };
         match self.pattern {
+            Pattern::FreeOne => format!(
+                "{who}, bulk {} got, put back one by one, {} kept",
+                self.bulk, self.kept
+            ),
             Pattern::Burst => format!(
                 "{who}, bulk {}, fill to {} then drain",
                 self.bulk, self.kept

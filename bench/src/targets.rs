@@ -108,7 +108,7 @@ mod tests {
                 assert!(mempool(&k).is_none());
             }
         }
-        assert_eq!(rows().iter().filter(|k| mempool(k).is_some()).count(), 24);
+        assert_eq!(rows().iter().filter(|k| mempool(k).is_some()).count(), 25);
     }
 
     #[test]

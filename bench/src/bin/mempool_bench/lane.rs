@@ -196,8 +196,9 @@ pub fn run_lane(job: &Job, lane: usize) {
     let deadline = start + job.duration;
     let mut puts = 0u64;
     let (ok, missed) = match (job.pattern, leader) {
-        (Pattern::Recycle, _) | (Pattern::Handoff, true) => {
+        (Pattern::Recycle | Pattern::FreeOne, _) | (Pattern::Handoff, true) => {
             let handoff = job.pattern == Pattern::Handoff;
+            let one_by_one = job.pattern == Pattern::FreeOne;
             drive(job, leader, deadline, || {
                 // SAFETY: `mp` is a live pool; the head chunk has room for `n`
                 // pointers and is this lane's own.
@@ -215,6 +216,13 @@ pub fn run_lane(job: &Job, lane: usize) {
                         {
                             spin_loop();
                         }
+                    } else if one_by_one {
+                        for i in 0..n as usize {
+                            // SAFETY: object `i < n` of the oldest chunk,
+                            // which came from `mp`.
+                            unsafe { sys::rte_mempool_put_bulk(mp, oldest.add(i), 1) };
+                        }
+                        puts += 1;
                     } else {
                         // SAFETY: the `n` objects of the oldest chunk came from `mp`.
                         unsafe { sys::rte_mempool_put_bulk(mp, oldest, n) };

@@ -309,7 +309,7 @@ impl Bench {
         };
         let lanes = &job.lanes[..key.lcores as usize];
         let rate = match key.pattern {
-            Pattern::Recycle | Pattern::Burst => lanes
+            Pattern::Recycle | Pattern::Burst | Pattern::FreeOne => lanes
                 .iter()
                 .map(|l| per_sec(l, l.got.load(Ordering::Relaxed)))
                 .sum(),
