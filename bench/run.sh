@@ -49,9 +49,9 @@
 #   BENCH_PROFILE_MAX=3      missed rows to profile (0: none)
 #   BENCH_QUICK=1            a short smoke run (about 3 minutes); RESULTS.md says SMOKE RUN
 #   BENCH_REPLACE=1          replace the release's section of RESULTS.md even where the host
-#                            ran the control rows below 0.8x the committed run's rates
-#                            (otherwise that run's report stays in build/bench/ and the
-#                            section is kept)
+#                            ran ring_mp_mc in the control rows or in the no-cache rows on
+#                            one lcore below 0.8x the committed run's rates (otherwise that
+#                            run's report stays in build/bench/ and the section is kept)
 set -euo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
