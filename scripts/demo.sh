@@ -36,15 +36,6 @@ export TESTPMD_SECONDS=${TESTPMD_SECONDS:-4}
 logs=$repo_root/build/demo
 mkdir -p "$logs"
 
-spread() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f-%.2f", lo, hi}'; }
-# How far a list of rates moved between rounds: highest over lowest.
-swing() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f", (lo>0)?hi/lo:0}'; }
-# The per-round ratios B/A of two lists of rates measured in the same
-# rounds (each round runs both, back to back), space-separated.
-paired() {
-    paste -d' ' <(tr ' ' '\n' <<<"$1" | sed '/^$/d') <(tr ' ' '\n' <<<"$2" | sed '/^$/d') |
-        awk '$1 > 0 { printf "%.4f ", $2 / $1 }'
-}
 # A row whose rates moved by more than this between rounds, on either
 # side, is flagged: its ratio depends on which rounds were fast. On the
 # 2-vCPU VMs of this project the no-cache row's testpmd rate has switched

@@ -17,7 +17,9 @@
 #   5. cargo EAL tests   pmd-glue/tests/eal_*.rs (exhaustion, validation mode,
 #                        two lcores, primary + secondary processes, IOVA
 #                        stability over recycles, shutdown and free, DMA
-#                        mapping, populate with IOVA as PA).
+#                        mapping, populate with IOVA as PA);
+#   and first, without DPDK: the summary helpers of the demo and the
+#   benchmark scripts (testpmd-rate.sh: paired ratios, median, range, swing).
 #
 # Prints one PASS/FAIL (or SKIP) line per check and ends with
 # "dpdk: N passed, M failed, K skipped"; exits non-zero if any check failed.
@@ -40,8 +42,8 @@
 #                         (PTR_RING_SKIP_LOG) of that cargo test run, whose
 #                         skips are then reported and counted here as check
 #                         5's would be (make test-dpdk passes it)
-#   TEST_DPDK_ONLY        space-separated subset of: autotest testpmd l2fwd
-#                         telemetry cargo valgrind
+#   TEST_DPDK_ONLY        space-separated subset of: summary autotest testpmd
+#                         l2fwd telemetry cargo valgrind
 #   TEST_DPDK_ALLOW_NOHUGE_SKIP  1: in --no-huge mode, a skipped NOHUGE_ONLY
 #                         check counts as skipped instead of failed
 set -euo pipefail
@@ -422,6 +424,22 @@ check_release_soak_valgrind() {
     fi
 }
 
+# The summary helpers of the demo and the benchmark scripts
+# (testpmd-rate.sh): per-round ratios paired by round, their median and
+# range, and the swing that flags a row as not steady.
+check_summary_helpers() {
+    local got want
+    got="$(paired "10 20 40" "20 10 40")|$(median <<<"$(paired "10 20 40" "20 10 40")")"
+    got+="|$(spread <<<"20 10 40")|$(swing <<<"11.5 30")|$(swing <<<"80 90")|$(median <<<"3 1 2 4")"
+    want="2.0000 0.5000 1.0000 |1.00|10.00-40.00|2.61|1.12|2.50"
+    if [[ $got == "$want" ]]; then
+        pass summary_helpers
+    else
+        fail summary_helpers "got '$got', want '$want'"
+    fi
+}
+
+wanted summary && check_summary_helpers
 wanted autotest && check_autotest
 wanted testpmd && check_testpmd mbcache_default
 wanted testpmd && check_testpmd mbcache_0 --mbcache=0

@@ -29,9 +29,11 @@
 #   TESTPMD_VDEVS    the ports (default "--vdev net_null0 --vdev net_null1")
 #   TESTPMD_RX_PORTS ports whose Rx-pps is summed (default: all)
 #
-# Also defines `median` (reads numbers separated by blanks or newlines on
-# stdin, prints their median with 2 decimals): the one median helper of the
-# benchmark scripts.
+# Also defines the summary helpers of the benchmark scripts: `median`
+# (reads numbers separated by blanks or newlines on stdin, prints their
+# median with 2 decimals), `spread` (their range, LO-HI), `swing` (highest
+# over lowest) and `paired A B` (the per-round ratios B/A of two lists of
+# rates measured in the same rounds).
 
 # shellcheck source=scripts/eal-args.sh
 source "$(dirname "${BASH_SOURCE[0]}")/eal-args.sh"
@@ -45,6 +47,12 @@ TESTPMD_OPS=""
 median() {
     tr ' ' '\n' | sed '/^$/d' | sort -g |
         awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+spread() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f-%.2f", lo, hi}'; }
+swing() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.2f", (lo>0)?hi/lo:0}'; }
+paired() {
+    paste -d' ' <(tr ' ' '\n' <<<"$1" | sed '/^$/d') <(tr ' ' '\n' <<<"$2" | sed '/^$/d') |
+        awk '$1 > 0 { printf "%.4f ", $2 / $1 }'
 }
 
 testpmd_mpps() {
