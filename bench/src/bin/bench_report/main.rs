@@ -14,6 +14,7 @@
 mod chart;
 mod data;
 mod handlers;
+mod host_speed;
 mod index;
 mod machine;
 mod swing;
@@ -181,20 +182,20 @@ fn run_index(a: &Args, d: &Data, index: &std::path::Path) -> Result<(), String> 
     let old = index::section_text(index, &release);
     let speeds = old
         .as_deref()
-        .map_or_else(Vec::new, |o| index::host_speed(o, &section));
+        .map_or_else(Vec::new, |o| host_speed::host_speed(o, section.rows()));
     let old_source = old
         .as_deref()
         .and_then(index::source_of)
         .unwrap_or("?")
         .to_string();
-    let host = index::slowest(&speeds).map(|slowest| {
+    let host = host_speed::slowest(&speeds).map(|slowest| {
         (
             slowest.speed,
-            index::host_speed_words(&speeds, &release, &old_source),
+            host_speed::host_speed_words(&speeds, &release, &old_source),
         )
     });
     if let Some((slowest, words)) = &host {
-        if *slowest < index::MIN_HOST_SPEED && !a.replace {
+        if *slowest < host_speed::MIN_HOST_SPEED && !a.replace {
             return Err(keep_section(a, d, index, &release, words));
         }
         section.note_host_speed(words);
@@ -251,7 +252,7 @@ fn keep_section(a: &Args, d: &Data, index: &std::path::Path, release: &str, host
     let kept = format!(
         "host speed, {host}; below {:.2}x, so not comparable: DPDK {release}'s section of {} and \
          its full report are left as they were",
-        index::MIN_HOST_SPEED,
+        host_speed::MIN_HOST_SPEED,
         index.display()
     );
     match wrote {
