@@ -8,7 +8,7 @@ use core::ffi::{c_void, CStr};
 use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use dpdk_sys as sys;
 use mempool::pool::BuildId;
@@ -29,12 +29,9 @@ pub const ZONE_PREFIX: &str = "PR_";
 /// `build` where they are, so that a process of another build can name the
 /// zone's.
 const ZONE_FAMILY: u64 = 0x5054_525f_5a4f_4e34; // "PTR_ZON4"
-/// The zone's second 32-bit word in every build ("PTR_"): a zone whose
-/// `prefix` holds it is of this family, whose `family` and `build` can be
-/// read. With [`ZONE_MAGIC`] before it, the first eight bytes read as one
-/// little-endian word are `"PTR_"` over the folded hash, as builds that
-/// compared all 64 bits on the fast path wrote and read them.
-const MAGIC_PREFIX: u32 = 0x5054_525f;
+/// High half of every build's [`ZONE_MAGIC`] ("PTR_"): a first word with
+/// it is a zone of this family, whose `family` and `build` can be read.
+const MAGIC_PREFIX: u64 = 0x5054_525f;
 const HEADER_BYTES: usize = 128;
 
 /// This build of the handler: the core's [`BuildId`] with the zone
@@ -50,7 +47,6 @@ pub const BUILD: BuildId = {
             size_of::<ZoneHeader>(),
             align_of::<ZoneHeader>(),
             offset_of!(ZoneHeader, magic),
-            offset_of!(ZoneHeader, prefix),
             offset_of!(ZoneHeader, family),
             offset_of!(ZoneHeader, build),
             offset_of!(ZoneHeader, creator_ops_index),
@@ -67,23 +63,21 @@ pub const BUILD: BuildId = {
     )
 };
 
-/// The zone's first 32-bit word in this build, for a pool with the handler
-/// cache on: [`BUILD`]'s hash folded to 32 bits (its halves XORed), bit 0
-/// clear. The fast path checks this word alone, with an immediate operand
-/// (a 64-bit one needs a `movabs` first: one instruction more per call), so
-/// a zone of another build (or another format) fails it there at no cost,
-/// and [`attach`] then checks the [`MAGIC_PREFIX`] too and names the build
-/// that made it.
-const ZONE_MAGIC: u32 = ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffe) as u32;
+/// The zone's first word in this build, for a pool with the handler cache
+/// on: [`MAGIC_PREFIX`] and the low half of [`BUILD`]'s hash folded in, its
+/// bit 0 clear. The fast path checks this word alone, so a zone of another
+/// build (or another format) fails it there at no cost, and [`attach`] then
+/// names the build that made it.
+const ZONE_MAGIC: u64 = (MAGIC_PREFIX << 32) | ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffe);
 /// [`ZONE_MAGIC`] with bit 0 set: the first word of a zone whose pool has
 /// the handler cache off ([`PoolCore::is_direct`]). The one load of the
 /// fast path's zone check also chooses its route, with no read of the
 /// core's flag.
-const ZONE_MAGIC_DIRECT: u32 = ZONE_MAGIC | 1;
+const ZONE_MAGIC_DIRECT: u64 = ZONE_MAGIC | 1;
 
 /// The first word of a zone whose pool is (`direct`) or is not direct.
-const fn zone_magic(direct: bool) -> u32 {
-    ZONE_MAGIC | direct as u32
+const fn zone_magic(direct: bool) -> u64 {
+    ZONE_MAGIC | direct as u64
 }
 
 /// `0123456789abcdef (accounting on, DPDK 24.11.1, ABI 25)`: a build as the
@@ -100,16 +94,13 @@ pub fn build_name(b: &BuildId) -> String {
     ) + ")"
 }
 
-/// Start of every pool's memzone. `magic`, `prefix`, `family` and `build`
-/// stay at these offsets in every build of this format; the fast path reads
+/// Start of every pool's memzone. `magic`, `family` and `build` stay at
+/// these offsets in every build of this format; the fast path reads
 /// `magic`, on the first line.
 #[repr(C, align(128))]
 pub struct ZoneHeader {
-    /// [`ZONE_MAGIC`] (or [`ZONE_MAGIC_DIRECT`]) of the creating build;
-    /// stored last (Release), cleared (0) first when the zone is freed.
-    magic: u32,
-    /// [`MAGIC_PREFIX`], written with the rest of the header.
-    prefix: u32,
+    /// [`ZONE_MAGIC`] of the creating build; stored last (Release).
+    magic: u64,
     /// [`ZONE_FAMILY`].
     family: u64,
     /// [`BUILD`] of the creating process.
@@ -144,7 +135,6 @@ pub struct ZoneHeader {
 }
 
 const _: () = assert!(size_of::<ZoneHeader>() == HEADER_BYTES);
-const _: () = assert!(offset_of!(ZoneHeader, magic) == 0 && offset_of!(ZoneHeader, prefix) == 4);
 const _: () = assert!(offset_of!(ZoneHeader, family) == 8 && offset_of!(ZoneHeader, build) == 16);
 
 impl ZoneHeader {
@@ -289,7 +279,6 @@ unsafe fn init_at(base: *mut u8, layout: &PoolLayout, ops_index: i32) -> Zone<'s
         let hdr = base.cast::<ZoneHeader>();
         hdr.write(ZoneHeader {
             magic: 0,
-            prefix: MAGIC_PREFIX,
             family: ZONE_FAMILY,
             build: BUILD,
             creator_ops_index: ops_index,
@@ -304,7 +293,7 @@ unsafe fn init_at(base: *mut u8, layout: &PoolLayout, ops_index: i32) -> Zone<'s
         // Release pairs with the Acquire loads in `attach_fast` and
         // `refusal`: a process that sees the magic sees the whole header.
         let direct = core.is_direct();
-        (*(hdr.cast::<AtomicU32>())).store(zone_magic(direct), Ordering::Release);
+        (*(hdr.cast::<AtomicU64>())).store(zone_magic(direct), Ordering::Release);
         Zone {
             header: &*hdr,
             core,
@@ -327,14 +316,8 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
         // SAFETY: per the caller's contract.
         return Err(unsafe { refusal(mp) });
     };
-    // The family's prefix, which the fast path leaves out, and the whole
-    // build hash (the magic holds 32 bits of it), then the core's own magic
-    // and build: a second, independent check of the block.
-    if z.header.prefix != MAGIC_PREFIX {
-        return Err(GlueError::NotOurPool {
-            addr: (z.header as *const ZoneHeader) as usize,
-        });
-    }
+    // The whole build hash (the magic holds 32 bits of it), then the core's
+    // own magic and build: a second, independent check of the block.
     if z.header.build.hash != BUILD.hash {
         return Err(other_build(mp, &z.header.build));
     }
@@ -371,14 +354,9 @@ unsafe fn refusal(mp: *const sys::rte_mempool) -> GlueError {
         return not_ours;
     }
     // SAFETY: at least 8 readable bytes (caller's contract). Acquire pairs
-    // with the Release store of the magic in `create` (of whichever build);
-    // Relaxed for the prefix, written before it. The magic's value is not
-    // needed: the fast path has already refused it.
-    let prefix = unsafe {
-        (*base.cast::<AtomicU32>()).load(Ordering::Acquire);
-        (*base.cast::<AtomicU32>().add(1)).load(Ordering::Relaxed)
-    };
-    if prefix != MAGIC_PREFIX {
+    // with the Release store of the magic in `create` (of whichever build).
+    let magic = unsafe { (*base.cast::<AtomicU64>()).load(Ordering::Acquire) };
+    if magic >> 32 != MAGIC_PREFIX {
         return not_ours;
     }
     // SAFETY: the prefix marks a zone of this family, whose header (128
@@ -472,7 +450,7 @@ pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
     }
     // SAFETY: at least 8 readable bytes at `base` (caller's contract).
     // Acquire pairs with the Release store of the magic in `create`.
-    let magic = unsafe { (*(base.cast::<AtomicU32>())).load(Ordering::Acquire) };
+    let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
     // Which of the two words is compared first is the compiler's choice
     // (the lower value: the cached one, whose path is inlined here whole).
     let direct = if magic == ZONE_MAGIC {
@@ -506,7 +484,7 @@ pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
     // SAFETY: `mz` is a live memzone of ours. Clearing the magic first makes
     // a stale `pool_data` fail `attach` instead of reading freed state.
     unsafe {
-        let base = (*mz).__bindgen_anon_1.addr.cast::<AtomicU32>();
+        let base = (*mz).__bindgen_anon_1.addr.cast::<AtomicU64>();
         // Release: ordered after every use of the zone by this thread.
         (*base).store(0, Ordering::Release);
         sys::rte_memzone_free(mz);
@@ -534,7 +512,6 @@ mod tests {
     fn header() -> ZoneHeader {
         ZoneHeader {
             magic: 0,
-            prefix: MAGIC_PREFIX,
             family: ZONE_FAMILY,
             build: BUILD,
             creator_ops_index: 0,
@@ -556,17 +533,11 @@ mod tests {
 
     #[test]
     fn the_magic_holds_the_build() {
+        assert_eq!(ZONE_MAGIC >> 32, MAGIC_PREFIX);
         assert_eq!(
-            u64::from(ZONE_MAGIC),
+            ZONE_MAGIC & 0xffff_fffe,
             (BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffe
         );
-        // The first eight bytes, as builds that read them as one word did:
-        // "PTR_" over the folded hash.
-        let mut hdr = header();
-        hdr.magic = ZONE_MAGIC;
-        // SAFETY: the header's first eight bytes, 8-aligned (align 128).
-        let first = unsafe { (&hdr as *const ZoneHeader).cast::<u64>().read() };
-        assert_eq!(first, u64::from(MAGIC_PREFIX) << 32 | u64::from(ZONE_MAGIC));
         assert_eq!(ZONE_MAGIC & 1, 0);
         assert_eq!(ZONE_MAGIC_DIRECT, ZONE_MAGIC | 1);
         assert_eq!(BUILD.features, BuildId::CORE.features);
@@ -589,7 +560,7 @@ mod tests {
         };
         let mut hdr = header();
         hdr.build = other;
-        hdr.magic = (other.hash ^ (other.hash >> 32)) as u32;
+        hdr.magic = (MAGIC_PREFIX << 32) | ((other.hash ^ (other.hash >> 32)) & 0xffff_ffff);
         let mp = pool_on(&mut hdr);
         // SAFETY: `pool_data` points to a whole header.
         let e = unsafe { attach(&mp) }.err().unwrap();
@@ -608,8 +579,7 @@ mod tests {
         let e = unsafe { attach(&mp) }.err().unwrap();
         assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
         hdr.family = ZONE_FAMILY;
-        hdr.magic = 0x5a5a_5a5a;
-        hdr.prefix = 0x5a5a_5a5a;
+        hdr.magic = 0x5a5a_5a5a_5a5a_5a5a;
         let mp = pool_on(&mut hdr);
         // SAFETY: as above.
         let e = unsafe { attach(&mp) }.err().unwrap();
@@ -643,12 +613,9 @@ mod tests {
             }
         }
 
-        /// The header's first 32-bit word (the magic), or its second
-        /// (the prefix).
-        fn word(&self, i: usize) -> &AtomicU32 {
-            assert!(i < 2);
-            // SAFETY: a word of the header, live as long as `self`.
-            unsafe { &*self.base.as_ptr().cast::<AtomicU32>().add(i) }
+        fn word(&self) -> &AtomicU64 {
+            // SAFETY: the header's first word, live as long as `self`.
+            unsafe { &*self.base.as_ptr().cast::<AtomicU64>() }
         }
 
         fn pool(&self) -> sys::rte_mempool {
@@ -667,8 +634,7 @@ mod tests {
 
     /// The first word tells the fast path the pool's mode, as the core
     /// has it; a word whose mode bit disagrees with the core is refused by
-    /// the checked attach, and so is a zone without the family's prefix,
-    /// which the fast path does not read.
+    /// the checked attach.
     #[test]
     fn the_first_word_names_the_mode() {
         for (cache_size, direct) in [(0, true), (32, false)] {
@@ -680,7 +646,7 @@ mod tests {
             // SAFETY: as above.
             let checked = unsafe { attach(&mp) }.unwrap();
             assert_eq!(checked.direct, direct);
-            zone.word(0).fetch_xor(1, Ordering::Relaxed);
+            zone.word().fetch_xor(1, Ordering::Relaxed);
             // SAFETY: as above.
             let fast = unsafe { attach_fast(&mp) }.expect("still this build's word");
             assert_eq!(fast.direct, !direct);
@@ -689,19 +655,9 @@ mod tests {
                 .err()
                 .expect("mode bit against the core");
             assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
-            zone.word(0).fetch_xor(2, Ordering::Relaxed);
+            zone.word().fetch_xor(2, Ordering::Relaxed);
             // SAFETY: as above.
             assert!(unsafe { attach_fast(&mp) }.is_none(), "another hash");
-            zone.word(0).fetch_xor(3, Ordering::Relaxed);
-            zone.word(1).fetch_xor(1, Ordering::Relaxed);
-            // SAFETY: as above.
-            assert!(unsafe { attach_fast(&mp) }.is_some(), "the magic alone");
-            // SAFETY: as above.
-            let e = unsafe { attach(&mp) }.err().expect("no prefix");
-            assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
-            zone.word(1).fetch_xor(1, Ordering::Relaxed);
-            // SAFETY: as above.
-            assert_eq!(unsafe { attach(&mp) }.unwrap().direct, direct);
         }
     }
 
