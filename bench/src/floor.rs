@@ -4,7 +4,9 @@
 //! anything). Whatever a real handler costs above it is the handler's own
 //! work; the ops dispatch, `rte_mempool_get_bulk`/`put_bulk` and the
 //! benchmark loop cost the same for both. `mempool_bench` registers it in its
-//! own process (`--handlers ...,floor_lifo`) and runs it only on one lcore.
+//! own process (`--handlers ...,floor_lifo`) and runs it only on one lcore,
+//! with DPDK's cache off (on the handler-cache rows too: there it is the
+//! fastest cache a handler could keep behind the ops table).
 //!
 //! DPDK's ops table has `RTE_MEMPOOL_MAX_OPS_IDX` (16) slots and every
 //! mempool driver EAL loads takes one: Debian's plugin directory holds 14

@@ -113,6 +113,9 @@ pub fn side(key: &MempoolKey, handler: &str) -> Side {
     let (dpdk_cache, handler_cache) = match key.group {
         Group::NoCache | Group::BigBulk => (0, 0),
         Group::OwnCache if ours => (0, key.cache as i32),
+        // The reference stack is the whole store: a handler-side cache
+        // can at best be that fast behind the ops table.
+        Group::OwnCache if handler == crate::floor::NAME => (0, 0),
         Group::OwnCache | Group::DpdkCache | Group::NonEal | Group::Control => (key.cache, 0),
     };
     Side {
@@ -125,10 +128,13 @@ pub fn side(key: &MempoolKey, handler: &str) -> Side {
 /// and `ring_sp_sc` there only on one lcore (in a hand-over both lcores put
 /// objects back: the worker its bulks, the main lcore what it still holds
 /// when the run ends); the single-thread `floor_lifo` reference only on one
-/// lcore without any cache.
+/// lcore without DPDK's cache: the no-cache rows, and the handler-cache rows,
+/// where it stands for the fastest cache a handler could keep behind the
+/// ops table (DPDK's cache off, as for `ptr_ring` there).
 pub fn handler_fits(handler: &str, key: &MempoolKey) -> bool {
     if handler == crate::floor::NAME {
-        return key.lcores == 1 && matches!(key.group, Group::NoCache | Group::BigBulk);
+        return key.lcores == 1
+            && matches!(key.group, Group::NoCache | Group::BigBulk | Group::OwnCache);
     }
     if PEERS.contains(&handler) && !core_row(key) {
         return false;
@@ -189,6 +195,37 @@ mod tests {
             assert!(handler_fits(OURS, k) && handler_fits(BASELINE, k));
         }
         assert!(core.iter().any(|k| k.pattern == Pattern::Handoff));
+    }
+
+    /// The single-thread reference runs on one lcore, with no cache of
+    /// DPDK's in front of it, wherever `ptr_ring` has none either: the
+    /// no-cache rows and the handler-cache rows (two of each bulk there).
+    #[test]
+    fn the_reference_runs_where_ptr_ring_has_no_dpdk_cache() {
+        let name = crate::floor::NAME;
+        let fits: Vec<MempoolKey> = rows()
+            .into_iter()
+            .filter(|k| handler_fits(name, k))
+            .collect();
+        for k in &fits {
+            assert_eq!(k.lcores, 1, "{k}");
+            assert_eq!(
+                side(k, name),
+                Side {
+                    dpdk_cache: 0,
+                    handler_cache: 0
+                },
+                "{k}"
+            );
+            assert_eq!(side(k, OURS).dpdk_cache, 0, "{k}");
+        }
+        for k in rows() {
+            if k.lcores == 1 && side(&k, OURS).dpdk_cache == 0 && k.group != Group::NonEal {
+                assert!(handler_fits(name, &k), "{k}");
+            }
+        }
+        let own = fits.iter().filter(|k| k.group == Group::OwnCache).count();
+        assert_eq!(own, 4);
     }
 
     #[test]

@@ -66,8 +66,10 @@ options:
                     peers ring_sp_sc,ring_mt_rts,ring_mt_hts,stack,lf_stack,bucket);
                     the peers only on the core rows (groups nocache, dpdkcache), ring_sp_sc
                     there only on one lcore; floor_lifo, an unsynchronised single-thread
-                    reference registered by this binary, only on one lcore without cache,
-                    and only where DPDK's ops table (16 handlers) has a slot left
+                    reference registered by this binary, only on one lcore without DPDK's
+                    cache (the nocache, bigbulk and owncache rows: on the last, the
+                    fastest cache a handler could keep), and only where DPDK's ops table
+                    (16 handlers) has a slot left
   --peers-per-round K  peers measured per round (default 3), taken in turn; ptr_ring,
                     ring_mp_mc and floor_lifo run in every round
   --only FILTER     rows matching every field=value, e.g. group=nocache,lcores=2
