@@ -220,7 +220,7 @@ mod tests {
             assert_eq!(side(k, OURS).dpdk_cache, 0, "{k}");
         }
         for k in rows() {
-            if k.lcores == 1 && side(&k, OURS).dpdk_cache == 0 && k.group != Group::NonEal {
+            if k.lcores == 1 && side(&k, OURS).dpdk_cache == 0 {
                 assert!(handler_fits(name, &k), "{k}");
             }
         }
