@@ -135,18 +135,59 @@ unsafe fn copy_small(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
     }
 }
 
-/// Copies `n` object pointers: [`copy_small`] up to `SMALL_MAX` (a `memcpy`
-/// call with a run-time length would cost more than the rest of the fast
-/// path), `memcpy` above.
+/// Most objects [`copy_objs`] copies inline, in blocks of [`SMALL_MAX`]
+/// with no call: bulks up to this on the cache fast paths
+/// (`PoolCore::try_get_cached_bulk` / `try_put_cached_bulk`) need no stack
+/// frame once the caller tells the compiler `n <= INLINE_MAX` (the glue's
+/// bulk callbacks do). Above, `memcpy`.
+pub const INLINE_MAX: usize = 64;
+
+/// Copies `SMALL_MAX < n <= INLINE_MAX` object pointers inline: blocks of
+/// `SMALL_MAX` from the front while a whole one fits before the last, then
+/// one last block ending at `n` (overlapping the one before it where `n`
+/// is not a multiple; both write the same values there).
+///
+/// The loop has a constant bound and an early exit: the compiler unrolls
+/// it into a chain of compares, each followed by one block at a constant
+/// offset, which needs no register beyond the two pointers and `n` (a loop
+/// with a run-time count it would unroll eight times over, with registers
+/// to save, or turn into a `memcpy` call).
+///
+/// # Safety
+/// `SMALL_MAX < n <= INLINE_MAX`; `src` is valid for `n` reads, `dst` for
+/// `n` writes, and they do not overlap.
+#[inline(always)]
+unsafe fn copy_blocks(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
+    debug_assert!(n > SMALL_MAX && n <= INLINE_MAX);
+    // SAFETY: the caller's guarantee: every block lies in `[0, n)`, the
+    // loop's because `i + SMALL_MAX < n`, the last's because `n > SMALL_MAX`.
+    unsafe {
+        let mut i = 0;
+        for _ in 0..INLINE_MAX / SMALL_MAX - 1 {
+            if i + SMALL_MAX >= n {
+                break;
+            }
+            core::ptr::copy_nonoverlapping(src.add(i), dst.add(i), SMALL_MAX);
+            i += SMALL_MAX;
+        }
+        core::ptr::copy_nonoverlapping(src.add(n - SMALL_MAX), dst.add(n - SMALL_MAX), SMALL_MAX);
+    }
+}
+
+/// Copies `n` object pointers: [`copy_small`] up to `SMALL_MAX` and
+/// [`copy_blocks`] up to [`INLINE_MAX`] (a `memcpy` call with a run-time
+/// length would cost more than the rest of the fast path), `memcpy` above.
 ///
 /// # Safety
 /// `src` is valid for `n` reads, `dst` for `n` writes, and they do not overlap.
 #[inline(always)]
 unsafe fn copy_objs(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
-    // SAFETY: the caller's guarantee; `copy_small` only for `n <= SMALL_MAX`.
+    // SAFETY: the caller's guarantee; each copy within its own range of `n`.
     unsafe {
         if n <= SMALL_MAX {
             copy_small(src, dst, n);
+        } else if n <= INLINE_MAX {
+            copy_blocks(src, dst, n);
         } else {
             core::ptr::copy_nonoverlapping(src, dst, n);
         }
@@ -495,15 +536,18 @@ impl LcoreCache {
 mod tests {
     use super::*;
 
-    /// Every size class of `copy_objs` (and so of `copy_small`) copies exactly `n` pointers: nothing
+    /// Every size class of `copy_objs` (and so of `copy_small` and
+    /// `copy_blocks`) copies exactly `n` pointers: nothing
     /// missed, nothing written past `n`, nothing read past `n` changes the result.
     #[test]
     fn copy_objs_copies_exactly_n() {
-        for n in 0..=20usize {
-            let src: Vec<*mut c_void> = (0..24).map(|i| (0x1000 + i * 8) as *mut c_void).collect();
+        for n in 0..=INLINE_MAX + 20 {
+            let src: Vec<*mut c_void> = (0..INLINE_MAX + 24)
+                .map(|i| (0x1000 + i * 8) as *mut c_void)
+                .collect();
             let guard = 0xdead_0000usize as *mut c_void;
-            let mut dst = vec![guard; 24];
-            // SAFETY: both buffers hold 24 >= n pointers and do not overlap.
+            let mut dst = vec![guard; INLINE_MAX + 24];
+            // SAFETY: both buffers hold INLINE_MAX + 24 >= n pointers and do not overlap.
             unsafe { copy_objs(src.as_ptr(), dst.as_mut_ptr(), n) };
             assert_eq!(&dst[..n], &src[..n], "n = {n}");
             assert!(dst[n..].iter().all(|&p| p == guard), "wrote past n = {n}");

@@ -54,6 +54,7 @@ pub use inflight::{HoldRelease, InflightSnapshot, ACCOUNTING};
 pub use iova::{
     ChunkId, ChunkInfo, ChunkSpec, Iova, IovaRange, ObjIndex, VirtAddr, VirtRange, BAD_IOVA,
 };
+pub use lcore_cache::INLINE_MAX as CACHE_INLINE_MAX;
 pub use pool::{ActivityMark, DirectSlot, HeapPool, PoolCore, PoolStats};
 pub use ptr_ring::{HeapRing, PtrRing, RingError, RingLayout, SMALL_BULK_MAX};
 pub use state::{PollOutcome, PoolState, ShutdownStats};

@@ -7,7 +7,7 @@
 //! | caller | entry | what happens |
 //! |---|---|---|
 //! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_get_cached`] | pop from the lcore's own cache, inline copies; `false` on a miss |
-//! | handler cache on, any bulk | [`PoolCore::try_get_cached_bulk`] | the same, `memcpy` above 8 objects |
+//! | handler cache on, any bulk | [`PoolCore::try_get_cached_bulk`] | the same, in blocks of 8 up to 64 objects, `memcpy` above |
 //! | handler cache off, an lcore with a slot | [`PoolCore::try_get_direct`] | the ring, whose totals are a direct pool's counts: no other write |
 //! | no slot (a non-EAL thread, an id past `max_lcores`), one object | [`PoolCore::try_get_direct`] | the ring, the same (on a pool with the handler cache: the shared hold counter) |
 //! | no slot, a bulk | [`PoolCore::try_get_shared`] | the same, for bulks |
@@ -72,9 +72,11 @@ impl PoolCore {
     }
 
     /// [`try_get_cached`](PoolCore::try_get_cached) for any bulk size: the
-    /// copy is a `memcpy` call above 8 objects, so a caller inlines this in
-    /// an entry point of its own (one with a stack frame) for the bulks
-    /// above 8, and `try_get_cached` in the frameless one.
+    /// copy is inline up to [`CACHE_INLINE_MAX`](crate::CACHE_INLINE_MAX)
+    /// objects and a `memcpy` call above. A caller that tells the compiler
+    /// `out.len() <= CACHE_INLINE_MAX` (`core::hint::assert_unchecked`) gets
+    /// code with no call, which needs no stack frame; the glue keeps one
+    /// entry point for those bulks and one for the larger.
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get).

@@ -5,7 +5,7 @@
 //! | caller | entry | what happens |
 //! |---|---|---|
 //! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_put_cached`] | push onto the lcore's own cache if they fit under its limit |
-//! | handler cache on, any bulk | [`PoolCore::try_put_cached_bulk`] | the same, `memcpy` above 8 objects |
+//! | handler cache on, any bulk | [`PoolCore::try_put_cached_bulk`] | the same, in blocks of 8 up to 64 objects, `memcpy` above |
 //! | handler cache off, an lcore with a slot | [`PoolCore::try_put_direct`] | the ring, whose totals are a direct pool's counts: no other write |
 //! | no slot, one object | [`PoolCore::try_put_direct`] | the ring, the same (on a pool with the handler cache: the shared release counter) |
 //! | no slot, a bulk | [`PoolCore::try_put_shared`] | the same, for bulks |

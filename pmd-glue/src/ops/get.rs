@@ -5,7 +5,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 
 use dpdk_sys as sys;
-use mempool::{DirectSlot, PoolCore, PoolError, SMALL_BULK_MAX};
+use mempool::{DirectSlot, PoolCore, PoolError, CACHE_INLINE_MAX, SMALL_BULK_MAX};
 
 use super::report;
 use crate::error::{pool_errno, GlueError};
@@ -49,7 +49,12 @@ pub(super) unsafe fn dequeue(
                         return 0;
                     }
                 }
-                (false, _) => return dequeue_cached_bulk(mp, objs, n, z.header, z.core, lcore),
+                (false, _) if n as usize <= CACHE_INLINE_MAX => {
+                    return dequeue_cached_bulk::<true>(mp, objs, n, z.header, z.core, lcore)
+                }
+                (false, _) => {
+                    return dequeue_cached_bulk::<false>(mp, objs, n, z.header, z.core, lcore)
+                }
             }
         }
     }
@@ -58,9 +63,9 @@ pub(super) unsafe fn dequeue(
 }
 
 /// `dequeue` of a bulk with the handler cache on (see
-/// `put::enqueue_cached_bulk`).
+/// `put::enqueue_cached_bulk`, `INLINE` too).
 #[inline(never)]
-unsafe fn dequeue_cached_bulk(
+unsafe fn dequeue_cached_bulk<const INLINE: bool>(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
     n: c_uint,
@@ -68,6 +73,11 @@ unsafe fn dequeue_cached_bulk(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
+    // SAFETY: `dequeue` calls each copy only for its own bulks.
+    unsafe { core::hint::assert_unchecked((n as usize <= CACHE_INLINE_MAX) == INLINE) };
+    // SAFETY: `dequeue` calls this only for a pool whose zone word said
+    // cache on.
+    unsafe { core.assume_cached() };
     // SAFETY: DPDK passes room for `n` object pointers; the lcore id as in
     // `put::enqueue`.
     if unsafe { core.try_get_cached_bulk(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) }

@@ -5,7 +5,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 
 use dpdk_sys as sys;
-use mempool::{DirectSlot, PoolCore, PoolError, SMALL_BULK_MAX};
+use mempool::{DirectSlot, PoolCore, PoolError, CACHE_INLINE_MAX, SMALL_BULK_MAX};
 
 use super::{report, setup};
 use crate::error::GlueError;
@@ -16,7 +16,8 @@ use crate::{log, zone};
 /// `ops->enqueue`: inlined into the callback, with no call and no stack frame: the
 /// handler cache's single-object fast path (`PoolCore::try_put_cached`,
 /// the length a constant). Every other fast path is a tail call: a bulk
-/// with the cache on to [`enqueue_cached_bulk`], the cache off to the
+/// with the cache on to [`enqueue_cached_bulk`] (one copy up to
+/// [`CACHE_INLINE_MAX`] objects, one above), the cache off to the
 /// direct path (single objects apart, so that each is a leaf function).
 /// Everything else goes through [`enqueue_slow`].
 ///
@@ -66,7 +67,12 @@ pub(super) unsafe fn enqueue(
                         return 0;
                     }
                 }
-                (false, _) => return enqueue_cached_bulk(mp, objs, n, z.header, z.core, lcore),
+                (false, _) if n as usize <= CACHE_INLINE_MAX => {
+                    return enqueue_cached_bulk::<true>(mp, objs, n, z.header, z.core, lcore)
+                }
+                (false, _) => {
+                    return enqueue_cached_bulk::<false>(mp, objs, n, z.header, z.core, lcore)
+                }
             }
         }
     }
@@ -75,11 +81,13 @@ pub(super) unsafe fn enqueue(
 }
 
 /// `enqueue` of a bulk with the handler cache on: onto the lcore's cache
-/// (inline copies up to 8 objects, a `memcpy` above; a tail call from
-/// `enqueue`, whose single-object path so needs no stack frame), else
-/// [`enqueue_slow`].
+/// (a tail call from `enqueue`, whose single-object path so needs no stack
+/// frame), else [`enqueue_slow`]. `INLINE`: `n` is at most
+/// [`CACHE_INLINE_MAX`], and this copy holds the inline copies alone, with
+/// no `memcpy` call and so no stack frame; the other copy takes the larger
+/// bulks, with `memcpy`.
 #[inline(never)]
-unsafe fn enqueue_cached_bulk(
+unsafe fn enqueue_cached_bulk<const INLINE: bool>(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
     n: c_uint,
@@ -87,6 +95,11 @@ unsafe fn enqueue_cached_bulk(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
+    // SAFETY: `enqueue` calls each copy only for its own bulks.
+    unsafe { core::hint::assert_unchecked((n as usize <= CACHE_INLINE_MAX) == INLINE) };
+    // SAFETY: `enqueue` calls this only for a pool whose zone word said
+    // cache on.
+    unsafe { core.assume_cached() };
     // Before the put, as in `enqueue`.
     header.note_cache_hit();
     // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
