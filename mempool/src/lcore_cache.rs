@@ -135,11 +135,12 @@ unsafe fn copy_small(src: *const *mut c_void, dst: *mut *mut c_void, n: usize) {
     }
 }
 
-/// Most objects [`copy_objs`] copies inline, in blocks of [`SMALL_MAX`]
-/// with no call: bulks up to this on the cache fast paths
-/// (`PoolCore::try_get_cached_bulk` / `try_put_cached_bulk`) need no stack
-/// frame once the caller tells the compiler `n <= INLINE_MAX` (the glue's
-/// bulk callbacks do). Above, `memcpy`.
+/// Most objects the cache copies inline, in blocks of 8 with no call:
+/// bulks up to this on the cache fast paths
+/// ([`PoolCore::try_get_cached_bulk`](crate::PoolCore::try_get_cached_bulk) /
+/// `try_put_cached_bulk`) need no stack frame once the caller tells the
+/// compiler `n <= INLINE_MAX` (the glue's bulk callbacks do). Above,
+/// `memcpy`. Re-exported as `mempool::CACHE_INLINE_MAX`.
 pub const INLINE_MAX: usize = 64;
 
 /// Copies `SMALL_MAX < n <= INLINE_MAX` object pointers inline: blocks of
