@@ -97,7 +97,7 @@ pub fn write(d: &Data, path: &std::path::Path) -> Result<(), String> {
         let color = match (c.control, c.verdict) {
             (true, _) | (_, None) => RGBColor(150, 150, 150),
             (_, Some(Verdict::Met)) => RGBColor(58, 154, 74),
-            (_, Some(Verdict::WithinNoise)) => RGBColor(224, 165, 38),
+            (_, Some(Verdict::WithinNoise | Verdict::NotSteady)) => RGBColor(224, 165, 38),
             (_, Some(Verdict::Missed | Verdict::NotShown)) => RGBColor(208, 67, 58),
         };
         let bar = Rectangle::new(

@@ -237,6 +237,10 @@ pub struct Comparison {
     pub control: bool,
     /// Median handler share of `ptr_ring`.
     pub share: Option<f64>,
+    /// An end-to-end row's (lowest, highest) rate of each side over its
+    /// runs, where one side moved by more than [`targets::MAX_SWING`]
+    /// (verdict [`Verdict::NotSteady`]).
+    pub unsteady: Option<[(f64, f64); 2]>,
 }
 
 impl Comparison {
@@ -246,32 +250,59 @@ impl Comparison {
         base: &[(u32, f64)],
         target: Option<Target>,
         share: Option<f64>,
+        check_steady: bool,
     ) -> Comparison {
         let rates = |v: &[(u32, f64)]| median(&v.iter().map(|&(_, r)| r).collect::<Vec<_>>());
         let paired = Paired::of(&round_ratios(ours, base));
         let (fast, slow) = by_mode(ours, base);
         let control = share.is_some_and(|s| s < OFF_PATH);
         let target = target.filter(|_| !control);
+        let unsteady = if check_steady {
+            unsteady_spans(ours, base)
+        } else {
+            None
+        };
+        let verdict = target.zip(paired).map(|(t, p)| {
+            if unsteady.is_some() {
+                Verdict::NotSteady
+            } else {
+                t.verdict(&p)
+            }
+        });
         Comparison {
             label,
             key: None,
             ours: rates(ours),
             base: rates(base),
-            verdict: target.zip(paired).map(|(t, p)| t.verdict(&p)),
+            verdict,
             paired,
             fast: median(&fast),
             slow: median(&slow),
             target,
             control,
             share,
+            unsteady,
         }
     }
 
-    /// Which side is faster, with the figures, in words.
+    /// Which side is faster, with the figures, in words; for a row that
+    /// was not steady, each side's range over the runs.
     pub fn statement(&self, unit: &str, scale: f64) -> String {
         let (Some(p), Some(o), Some(b)) = (self.paired, self.ours, self.base) else {
             return "no data".into();
         };
+        if let Some([(olo, ohi), (blo, bhi)]) = self.unsteady {
+            return format!(
+                "NOT STEADY: ptr_ring {:.1}-{:.1}, ring_mp_mc {:.1}-{:.1} {unit} over the runs \
+                 (more than {}x apart on one side), median of the paired ratios {:.2}x",
+                olo / scale,
+                ohi / scale,
+                blo / scale,
+                bhi / scale,
+                targets::MAX_SWING,
+                p.median
+            );
+        }
         let who = match p.word() {
             "faster" => "ptr_ring faster",
             "slower" => "ptr_ring slower",
@@ -289,6 +320,19 @@ impl Comparison {
     }
 }
 
+/// Each side's (lowest, highest) rate over its runs, when one side's
+/// highest is more than [`targets::MAX_SWING`] times its lowest.
+fn unsteady_spans(ours: &[(u32, f64)], base: &[(u32, f64)]) -> Option<[(f64, f64); 2]> {
+    let span = |v: &[(u32, f64)]| {
+        v.iter().fold(None, |acc: Option<(f64, f64)>, &(_, r)| {
+            Some(acc.map_or((r, r), |(lo, hi)| (lo.min(r), hi.max(r))))
+        })
+    };
+    let (o, b) = (span(ours)?, span(base)?);
+    let swings = |(lo, hi): (f64, f64)| hi > targets::MAX_SWING * lo;
+    (swings(o) || swings(b)).then_some([o, b])
+}
+
 pub fn mempool_cmp(key: &MempoolKey, m: &BTreeMap<String, MempoolRuns>) -> Option<Comparison> {
     let ours = m.get(OURS)?;
     let base = m.get(BASELINE)?;
@@ -298,6 +342,7 @@ pub fn mempool_cmp(key: &MempoolKey, m: &BTreeMap<String, MempoolRuns>) -> Optio
         &base.rounds,
         targets::mempool(key),
         median(&ours.share),
+        false,
     );
     c.key = Some(*key);
     Some(c)
@@ -316,6 +361,8 @@ pub fn e2e_cmp(key: &E2eKey, m: &BTreeMap<String, E2eRuns>) -> Option<Comparison
         &m.get(BASELINE)?.rounds,
         targets::e2e(key),
         median(&ours.share),
+        // Every run of an end-to-end row starts its processes afresh.
+        true,
     ))
 }
 

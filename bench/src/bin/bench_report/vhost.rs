@@ -182,4 +182,40 @@ mod tests {
         section(&mut w, &d);
         assert!(w.contains("left out: the first run failed twice."));
     }
+
+    /// The runs of 5 December afternoon (22.11, burst512, 16384 mbufs): the
+    /// host switched between its slow and fast level from one start to the
+    /// next, so two of the three paired ratios compare ptr_ring's fast
+    /// level with ring_mp_mc's slow one (3.5x, 3.05x), and the median of
+    /// the paired ratios would call that a met target.
+    #[test]
+    fn a_row_whose_rates_jump_between_runs_is_not_steady() {
+        let runs = |rates: [(&str, &str); 3]| {
+            let mut lines = Vec::new();
+            for (r, (ours, base)) in (1..=3).zip(rates) {
+                lines.push(format!("e2e2,{APP},burst512,ptr_ring,250,0,{r},{ours},1.5"));
+                lines.push(format!(
+                    "e2e2,{APP},burst512,ring_mp_mc,250,none,{r},{base},-1"
+                ));
+            }
+            let d = data(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+            let (_, c) = data::all_rows(&d).pop().unwrap();
+            let mut w = String::new();
+            section(&mut w, &d);
+            (c.verdict, c.statement("Mpps", 1.0), w)
+        };
+        let (verdict, words, w) = runs([("20.83", "5.91"), ("18.62", "17.46"), ("18.40", "6.04")]);
+        assert_eq!(verdict, Some(Verdict::NotSteady));
+        assert_eq!(
+            words,
+            "NOT STEADY: ptr_ring 18.4-20.8, ring_mp_mc 5.9-17.5 Mpps over the runs \
+             (more than 1.5x apart on one side), median of the paired ratios 3.05x"
+        );
+        assert!(w.contains(Verdict::NotSteady.label()), "{w}");
+        // Within 1.5x on both sides (1.45x on ring_mp_mc's): a verdict.
+        let (verdict, words, _) =
+            runs([("18.83", "12.10"), ("18.62", "17.46"), ("18.40", "17.00")]);
+        assert_eq!(verdict, Some(Verdict::Met));
+        assert!(words.starts_with("ptr_ring faster"), "{words}");
+    }
 }
