@@ -54,6 +54,9 @@ impl PoolConfig {
         check("max_chunks", self.max_chunks, 1, MAX_CHUNKS)?;
         check("max_devices", self.max_devices, 0, MAX_DEVICES)?;
         let cache_size = self.resolved_cache_size()?;
+        // Never above `MAX_CACHE_SIZE`, which every lcore's area holds
+        // (`lcore_cache::stride`), except in a Miri build's smaller areas.
+        check("cache_size", cache_size, 0, lcore_cache::AREA_SLOTS)?;
         // Capacity = objects: putting back every object always succeeds.
         // MP/MC whatever the flags: this function is safe, so the layout it
         // returns must not carry modes whose contract nobody promised (see

@@ -2,10 +2,16 @@
 //! ring, owned by one lcore, after page_pool's per-CPU alloc cache.
 //!
 //! # Memory
-//! Each lcore's cache is `stride` bytes of the shared block: a
+//! Each lcore's cache is [`stride`] bytes of the shared block: a
 //! [`CachePadded`] header (length, limit, hold/release counters: the only
-//! line the fast path writes) followed by `cache_size` pointer slots, rounded
-//! up to whole padded lines, so no two lcores ever share a cache line.
+//! line the fast path writes) followed by its pointer slots, so no two
+//! lcores ever share a cache line. With a cache, the stride is the same for
+//! every pool, `1 << AREA_SHIFT` bytes (room for the largest cache,
+//! [`MAX_CACHE_SIZE`] slots, rounded up to a power of two): the fast paths
+//! find an lcore's cache with a shift of its id by a constant, where a
+//! multiply by the pool's own stride cost the bulk-1 get and put 7% of
+//! their rate (`bench/NOTES.md`, "The lcore's cache at a shift"). DPDK
+//! sizes its own per-lcore caches for the largest cache too.
 //!
 //! # Ownership
 //! Only the owner lcore writes `len`, the slots and its counters (Relaxed
@@ -40,6 +46,7 @@ use core::ffi::c_void;
 
 use crossbeam_utils::CachePadded;
 
+use crate::config::MAX_CACHE_SIZE;
 use crate::inflight::{owner_add, Hold, ACCOUNTING};
 use crate::ptr_ring::{PtrRing, RingError};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -94,11 +101,36 @@ pub(crate) const HEADER_BYTES: usize = core::mem::size_of::<CachePadded<CacheHea
 /// Alignment of each cache (a padded header's).
 pub(crate) const CACHE_ALIGN: usize = core::mem::align_of::<CachePadded<CacheHeader>>();
 
-/// Bytes of one lcore's cache (header + slots, whole padded lines).
+/// Bytes of one lcore's cache: the header alone without a cache (a pool
+/// without one keeps only the header lines), else `1 << AREA_SHIFT` for
+/// every cache size (see the module's "Memory").
 pub(crate) const fn stride(cache_size: usize) -> usize {
-    let slots = cache_size * core::mem::size_of::<*mut c_void>();
-    HEADER_BYTES + slots.div_ceil(CACHE_ALIGN) * CACHE_ALIGN
+    if cache_size == 0 {
+        HEADER_BYTES
+    } else {
+        1 << AREA_SHIFT
+    }
 }
+
+/// `log2` of the stride of a pool with a cache: the header and
+/// [`MAX_CACHE_SIZE`] slots, rounded up to a power of two (8 KiB).
+#[cfg(not(miri))]
+pub(crate) const AREA_SHIFT: u32 = (HEADER_BYTES
+    + MAX_CACHE_SIZE * core::mem::size_of::<*mut c_void>())
+.next_power_of_two()
+.trailing_zeros();
+/// Under Miri, 1 KiB (caches up to 112 slots): Miri's time grows with the
+/// pool's block, and its tests use caches of 2 to 16. The code is the same.
+#[cfg(miri)]
+pub(crate) const AREA_SHIFT: u32 = 10;
+
+/// Most slots an lcore's area holds: at least [`MAX_CACHE_SIZE`] (under
+/// Miri, 112); `PoolConfig::layout` refuses a larger cache.
+pub(crate) const AREA_SLOTS: usize =
+    ((1 << AREA_SHIFT) - HEADER_BYTES) / core::mem::size_of::<*mut c_void>();
+#[cfg(not(miri))]
+const _: () = assert!(AREA_SLOTS >= MAX_CACHE_SIZE);
+const _: () = assert!((1usize << AREA_SHIFT).is_multiple_of(CACHE_ALIGN));
 
 /// Most objects [`copy_small`] copies: the inlined fast paths
 /// (`PoolCore::try_get_cached` / `try_put_cached`) take bulks up to this.

@@ -238,3 +238,60 @@ fn the_activity_mark_moves_with_every_object_moved() {
     assert_ne!(pool.activity_mark(2), before);
     assert_conserved(&pool);
 }
+
+/// The fast paths find an lcore's cache with a shift by a constant (every
+/// pool with a cache has the same per-lcore stride), the checked paths and
+/// the accounting with the pool's stride: both must name the same memory,
+/// whatever the cache size and the lcore. A fast-path put on each lcore in
+/// turn must show in that lcore's `cache_len` alone, a checked get on that
+/// lcore must take it back from the cache, and a fast-path get must return
+/// what a checked put left there.
+#[test]
+fn the_fast_paths_and_the_checked_paths_find_the_same_cache() {
+    for cache_size in [1, 3, 16, 100, 128, 511, 512] {
+        let lcores = 5;
+        let cfg = PoolConfig {
+            max_lcores: lcores,
+            cache_size: Some(cache_size),
+            ..PoolConfig::new(1024)
+        };
+        let pool = populated_pool(cfg, lcores);
+        let mut all = vec![null_mut(); lcores as usize];
+        pool.get_shared(&mut all).unwrap();
+        for (lcore, &o) in (0..lcores).zip(&all) {
+            let before: Vec<usize> = (0..lcores).map(|l| pool.cache_len(l)).collect();
+            // SAFETY: single thread; an object of `pool`.
+            let put = unsafe { pool.try_put_cached(lcore, &[o]) };
+            assert!(put, "size {cache_size}");
+            for l in 0..lcores {
+                let want = before[l as usize] + usize::from(l == lcore);
+                assert_eq!(
+                    pool.cache_len(l),
+                    want,
+                    "size {cache_size}, put on {lcore}, lcore {l}"
+                );
+            }
+            let mut back = [null_mut(); 1];
+            // SAFETY: single thread; room for one object.
+            unsafe { pool.get(lcore, &mut back) }.unwrap();
+            assert_eq!(
+                back[0], o,
+                "size {cache_size}, lcore {lcore}: the checked get"
+            );
+            assert_eq!(pool.cache_len(lcore), before[lcore as usize]);
+            // SAFETY: single thread; an object of `pool`.
+            unsafe { pool.put(lcore, &back) }.unwrap();
+            let mut again = [null_mut(); 1];
+            // SAFETY: single thread; room for one object.
+            assert!(unsafe { pool.try_get_cached(lcore, &mut again) });
+            assert_eq!(
+                again[0], o,
+                "size {cache_size}, lcore {lcore}: the fast get"
+            );
+            assert_eq!(pool.cache_len(lcore), before[lcore as usize]);
+            // SAFETY: single thread; an object of `pool`.
+            unsafe { pool.put(lcore, &again) }.unwrap();
+        }
+        assert_conserved(&pool);
+    }
+}

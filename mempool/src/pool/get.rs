@@ -66,7 +66,7 @@ impl PoolCore {
     pub unsafe fn try_get_cached(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
         match self.fast_cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
-            Some(c) if !self.hdr.direct => unsafe { c.try_get_small(out) },
+            Some(c) => unsafe { c.try_get_small(out) },
             _ => false,
         }
     }
@@ -84,7 +84,7 @@ impl PoolCore {
     pub unsafe fn try_get_cached_bulk(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
         match self.fast_cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
-            Some(c) if !self.hdr.direct => unsafe { c.try_get(out) },
+            Some(c) => unsafe { c.try_get(out) },
             _ => false,
         }
     }

@@ -53,7 +53,7 @@ impl PoolCore {
     pub unsafe fn try_put_cached(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
         match self.fast_cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
-            Some(c) if !self.hdr.direct => unsafe { c.try_put_small(objs) },
+            Some(c) => unsafe { c.try_put_small(objs) },
             _ => false,
         }
     }
@@ -67,7 +67,7 @@ impl PoolCore {
     pub unsafe fn try_put_cached_bulk(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
         match self.fast_cache(lcore) {
             // SAFETY: the caller owns this lcore's cache.
-            Some(c) if !self.hdr.direct => unsafe { c.try_put(objs) },
+            Some(c) => unsafe { c.try_put(objs) },
             _ => false,
         }
     }
