@@ -225,22 +225,11 @@ impl PoolCore {
     /// The cache of `lcore`, or `None` for an id without one.
     #[inline(always)]
     pub(super) fn cache(&self, lcore: u32) -> Option<&LcoreCache> {
-        // SAFETY: the bound is `max_lcores` itself.
-        unsafe { self.cache_below(lcore, self.hdr.max_lcores) }
-    }
-
-    /// The cache of `lcore` if its id is below `bound`, else `None`: the
-    /// one bound check of [`cache`](PoolCore::cache).
-    ///
-    /// # Safety
-    /// `bound <= max_lcores`.
-    #[inline(always)]
-    pub(super) unsafe fn cache_below(&self, lcore: u32, bound: usize) -> Option<&LcoreCache> {
         let i = lcore as usize;
-        if i >= bound {
+        if i >= self.hdr.max_lcores {
             return None;
         }
-        // SAFETY: `i < bound <= max_lcores` (caller).
+        // SAFETY: `i < max_lcores`.
         Some(unsafe { self.cache_at(i) })
     }
 
@@ -251,12 +240,22 @@ impl PoolCore {
     #[inline(always)]
     pub(super) unsafe fn cache_at(&self, i: usize) -> &LcoreCache {
         // SAFETY: `i < max_lcores` (caller), and `init` placed `max_lcores`
-        // caches of `cache_size` slots `lcore_stride` bytes apart from
-        // `caches_offset`; `base` has the whole block's provenance.
+        // caches `lcore_stride` bytes apart from `caches_offset`.
+        unsafe { self.cache_from(i * self.hdr.lcore_stride) }
+    }
+
+    /// The cache `offset` bytes after lcore 0's: where `cache_at` and
+    /// `fast_cache` (each with its own way to the offset) make it.
+    ///
+    /// # Safety
+    /// `offset` is `i * lcore_stride` for some `i < max_lcores`.
+    #[inline(always)]
+    unsafe fn cache_from(&self, offset: usize) -> &LcoreCache {
+        // SAFETY: `init` placed a cache of `cache_size` slots there (caller);
+        // `base` has the whole block's provenance.
         unsafe {
             LcoreCache::from_raw(
-                self.base()
-                    .add(self.hdr.caches_offset + i * self.hdr.lcore_stride),
+                self.base().add(self.hdr.caches_offset + offset),
                 self.hdr.layout.cache_size,
             )
         }
@@ -340,16 +339,10 @@ impl PoolCore {
             return None;
         }
         debug_assert_eq!(self.hdr.lcore_stride, 1 << lcore_cache::AREA_SHIFT);
-        // SAFETY: `i < fast_lcores <= max_lcores`, and a pool with a cache
-        // has its caches `1 << AREA_SHIFT` bytes apart (`lcore_cache::stride`),
-        // as `cache_at` places them; `base` has the whole block's provenance.
-        unsafe {
-            Some(LcoreCache::from_raw(
-                self.base()
-                    .add(self.hdr.caches_offset + (i << lcore_cache::AREA_SHIFT)),
-                self.hdr.layout.cache_size,
-            ))
-        }
+        // SAFETY: `i < fast_lcores <= max_lcores`, and the stride of a pool
+        // with a cache is `1 << AREA_SHIFT` (`lcore_cache::stride`), so this
+        // is `i * lcore_stride`.
+        Some(unsafe { self.cache_from(i << lcore_cache::AREA_SHIFT) })
     }
 
     /// `lcore`'s slot on the cache-off get path (`put`: the put path) now,
