@@ -89,10 +89,17 @@ pub enum PollOutcome {
         /// The final unmap.
         dma: Result<usize, PoolError>,
     },
-    /// Objects are still out: poll again in `retry_in_ns`.
+    /// Objects are still out, or a put is still storing its objects: poll
+    /// again in `retry_in_ns`.
     Waiting {
         /// Objects out with the application.
         inflight: i64,
+        /// No object is out (`inflight` 0), but a put that counted its
+        /// objects home has not yet stored them all in their slots: a
+        /// single-producer pool without the handler cache, whose put is in
+        /// progress, or whose putting thread died in it (those objects are
+        /// then lost, and the pool is never released).
+        unfilled: bool,
         /// When to poll again (the retry period).
         retry_in_ns: u64,
     },
@@ -101,6 +108,8 @@ pub enum PollOutcome {
     Warn {
         /// Objects out with the application.
         inflight: i64,
+        /// As in [`Waiting`](PollOutcome::Waiting).
+        unfilled: bool,
         /// Nanoseconds since draining began.
         waited_ns: u64,
         /// When to poll again (the retry period).
@@ -360,9 +369,10 @@ impl Shutdown {
         now.saturating_sub(self.drain_start.load(Ordering::Relaxed))
     }
 
-    /// Records a poll that found `inflight` objects out; warns at most once
-    /// per warn period across all pollers.
-    pub(crate) fn wait(&self, now: u64, inflight: i64) -> PollOutcome {
+    /// Records a poll that found `inflight` objects out (or, `unfilled`, a
+    /// put's fills not yet shown); warns at most once per warn period
+    /// across all pollers.
+    pub(crate) fn wait(&self, now: u64, inflight: i64, unfilled: bool) -> PollOutcome {
         self.touch();
         // Relaxed: statistics.
         self.waits.fetch_add(1, Ordering::Relaxed);
@@ -383,12 +393,14 @@ impl Shutdown {
             self.warnings.fetch_add(1, Ordering::Relaxed);
             return PollOutcome::Warn {
                 inflight,
+                unfilled,
                 waited_ns: self.waited(now),
                 retry_in_ns: self.retry_period,
             };
         }
         PollOutcome::Waiting {
             inflight,
+            unfilled,
             retry_in_ns: self.retry_period,
         }
     }

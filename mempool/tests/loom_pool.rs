@@ -7,7 +7,9 @@
 //!   shutdown state machine: never released while an object is out,
 //!   released exactly once;
 //! * a direct pool, counted by its ring's totals: the release waits for a
-//!   put's fills (single producer) or its unlock (the producer lock).
+//!   put's fills (single producer) or its unlock (the producer lock), and a
+//!   single producer dead mid-put is waited for as an unfinished put
+//!   (`unfilled`), not as an object out.
 #![cfg(loom)]
 
 use core::ffi::c_void;
@@ -17,6 +19,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
+use mempool::crash::{self, CrashSite};
 use mempool::{
     ChunkSpec, HeapPool, NoDma, PollOutcome, PoolConfig, PoolError, PoolState, VirtAddr, VirtRange,
 };
@@ -411,6 +414,32 @@ fn shared_put_races_the_free(name: &str, cache: usize) {
     });
 }
 
+/// A direct pool of two objects, both home, on a single-producer ring: its
+/// puts must come one at a time, which each model keeps (this thread fills
+/// it, then one putter at a time).
+fn single_producer_pool() -> HeapPool {
+    let cfg = PoolConfig {
+        max_lcores: 1,
+        cache_size: Some(0),
+        max_chunks: 1,
+        max_devices: 0,
+        single_producer: true,
+        ..PoolConfig::new(2)
+    };
+    // SAFETY: one putter at a time (above).
+    let pool = unsafe { HeapPool::new_unchecked(&cfg) }.unwrap();
+    pool.register_chunk(ChunkSpec {
+        va: VirtRange::new(VirtAddr(BASE), 2 * STRIDE),
+        iova: None,
+        first: VirtAddr(BASE),
+        stride: STRIDE,
+        count: 2,
+    })
+    .unwrap();
+    pool.put_shared(&[obj(0), obj(1)]).unwrap();
+    pool
+}
+
 /// A direct pool (no handler cache) counts by the ring's totals, and a put
 /// counts when it moves `seq`, before its fill. A single-producer ring has
 /// no producer lock to wait for: the release must wait until the last
@@ -420,26 +449,7 @@ fn shared_put_races_the_free(name: &str, cache: usize) {
 #[test]
 fn a_single_producer_put_is_filled_before_the_release() {
     check("a_single_producer_put_is_filled_before_the_release", || {
-        let cfg = PoolConfig {
-            max_lcores: 1,
-            cache_size: Some(0),
-            max_chunks: 1,
-            max_devices: 0,
-            single_producer: true,
-            ..PoolConfig::new(2)
-        };
-        // SAFETY: one putter at a time: this thread fills the pool before
-        // the spawn, then the spawned putter is the only one.
-        let pool = unsafe { HeapPool::new_unchecked(&cfg) }.unwrap();
-        pool.register_chunk(ChunkSpec {
-            va: VirtRange::new(VirtAddr(BASE), 2 * STRIDE),
-            iova: None,
-            first: VirtAddr(BASE),
-            stride: STRIDE,
-            count: 2,
-        })
-        .unwrap();
-        pool.put_shared(&[obj(0), obj(1)]).unwrap();
+        let pool = single_producer_pool();
         let mut a = [null_mut()];
         pool.get_shared(&mut a).unwrap();
         let pool = Arc::new(pool);
@@ -538,4 +548,83 @@ fn dma_attach_races_the_final_release() {
             "a mapping outlived the release"
         );
     });
+}
+
+/// A single producer dies in a put of two objects, after moving `seq` past
+/// both and filling the first slot, while a poller drains the pool. The
+/// pool is never released (for all the pool can tell, the second object
+/// is still on its way into its slot), and once the put has counted, the
+/// polls report what they wait for: no object out and a put unfinished
+/// (`unfilled`), also in the warning, not an object out. Fails if a poll
+/// releases the pool, or reports the wait as objects out.
+#[test]
+fn a_single_producer_that_dies_mid_put_is_waited_for_as_unfilled() {
+    check(
+        "a_single_producer_that_dies_mid_put_is_waited_for_as_unfilled",
+        || {
+            let pool = Arc::new(single_producer_pool());
+            let mut both = [null_mut(); 2];
+            pool.get_shared(&mut both).unwrap();
+            assert!(matches!(
+                pool.begin_drain(0, &mut NoDma).unwrap(),
+                PollOutcome::Waiting {
+                    inflight: 2,
+                    unfilled: false,
+                    ..
+                }
+            ));
+            let both = addrs(&both);
+            let put = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    crash::arm(CrashSite::ProducerFills(1));
+                    pool.put_shared(&ptrs(&both)).unwrap();
+                    assert!(crash::dying(), "the put passed its crash point");
+                })
+            };
+            let poller = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || pool.poll(1, &mut NoDma))
+            };
+            put.join().unwrap();
+            let out = poller.join().unwrap();
+            // Before the put counted: both objects out; after: none out, a
+            // put unfinished.
+            let unfinished = |out: &PollOutcome| {
+                matches!(
+                    out,
+                    PollOutcome::Waiting {
+                        inflight: 0,
+                        unfilled: true,
+                        ..
+                    }
+                )
+            };
+            let before = matches!(
+                out,
+                PollOutcome::Waiting {
+                    inflight: 2,
+                    unfilled: false,
+                    ..
+                }
+            );
+            assert!(before || unfinished(&out), "{out:?}");
+            let out = pool.poll(2, &mut NoDma);
+            assert!(unfinished(&out), "{out:?}");
+            // An hour on: the warning says the same.
+            let out = pool.poll(3_600_000_000_000, &mut NoDma);
+            assert!(
+                matches!(
+                    out,
+                    PollOutcome::Warn {
+                        inflight: 0,
+                        unfilled: true,
+                        ..
+                    }
+                ),
+                "{out:?}"
+            );
+            assert_eq!(pool.state(), PoolState::Draining);
+        },
+    );
 }

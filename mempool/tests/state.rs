@@ -57,6 +57,7 @@ fn retry_and_warn_periods_with_a_fake_clock() {
         pool.begin_drain(t0, &mut NoDma).unwrap(),
         PollOutcome::Waiting {
             inflight: 3,
+            unfilled: false,
             retry_in_ns: S
         }
     );
@@ -67,10 +68,12 @@ fn retry_and_warn_periods_with_a_fake_clock() {
         match pool.poll(t0 + sec * S, &mut NoDma) {
             PollOutcome::Waiting {
                 inflight: 3,
+                unfilled: false,
                 retry_in_ns,
             } => assert_eq!(retry_in_ns, S),
             PollOutcome::Warn {
                 inflight: 3,
+                unfilled: false,
                 waited_ns,
                 retry_in_ns: S,
             } => warns.push(waited_ns / S),

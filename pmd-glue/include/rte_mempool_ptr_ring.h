@@ -102,7 +102,9 @@ int ptr_ring_attach_port(struct rte_mempool *mp, uint16_t port);
  * free (reported by the handler if it gets that far).
  * Returns 0: mp freed; 1: release deferred (*inflight buffers still out; an
  * EAL alarm retries every second, warns every minute, and frees mp when the
- * last buffer is back); or -errno. */
+ * last buffer is back; *inflight is 0 when none is out but a put has not
+ * finished storing its buffers, on a pool with RTE_MEMPOOL_F_SP_PUT and no
+ * handler cache: the log says so); or -errno. */
 int ptr_ring_port_shutdown(const uint16_t *ports, uint16_t nb_ports,
 			   struct rte_mempool *mp, uint32_t wait_ms,
 			   int64_t *inflight);

@@ -225,6 +225,7 @@ impl PoolCore {
             // (see `register_chunk`).
             let _registrations = self.table().hold_registrations();
             let mut inflight = self.inflight();
+            let mut unfilled = false;
             if inflight <= 0 && self.hdr.direct {
                 // A direct pool's puts count when they move `seq`, before
                 // their fills (`inflight_snapshot`): let the last ones
@@ -233,15 +234,14 @@ impl PoolCore {
                 // it never filled, so count again); a single producer holds
                 // none, and until its fills show the pool waits as if an
                 // object were out (for good if that producer died there:
-                // its objects are lost, as any a dead process held).
+                // its objects are lost, as any a dead process held),
+                // reported as `unfilled` with nothing out.
                 self.ring().wait_producers();
                 inflight = self.inflight();
-                if inflight <= 0 && !self.ring().fills_done() {
-                    inflight = 1;
-                }
+                unfilled = inflight <= 0 && !self.ring().fills_done();
             }
-            if inflight > 0 {
-                return self.shutdown.wait(now, inflight);
+            if inflight > 0 || unfilled {
+                return self.shutdown.wait(now, inflight, unfilled);
             }
             if !self.shutdown.try_release() {
                 return PollOutcome::AlreadyReleased;

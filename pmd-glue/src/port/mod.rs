@@ -76,3 +76,8 @@ pub fn now_ns() -> u64 {
 const WHERE_OBJECTS_ARE: &str = "held by the application, in user-owned mempool caches \
      (rte_mempool_cache_create: flush them with rte_mempool_cache_flush, or pass them to the \
      shutdown), or in DPDK's per-lcore caches of a process that kept using the pool";
+/// What a wait with no buffer out but a put's fills not yet shown (the
+/// core's `unfilled`) is waiting for.
+const UNFINISHED_PUT: &str = "no buffer is out, but a put has not finished storing its buffers \
+     in the pool's ring: a single-producer pool (RTE_MEMPOOL_F_SP_PUT) whose putting thread is \
+     still in the put, or died in it (its buffers are then lost and the pool is never released)";

@@ -38,7 +38,7 @@ use dpdk_sys as sys;
 use mempool::PollOutcome;
 
 use super::dma::{PoolDmaMapper, RteDevDma};
-use super::{now_ns, WHERE_OBJECTS_ARE};
+use super::{now_ns, UNFINISHED_PUT, WHERE_OBJECTS_ARE};
 use crate::error::GlueError;
 use crate::ffi::{self, pool_name};
 use crate::log::Level;
@@ -537,6 +537,15 @@ fn poll_listed(mp: *mut sys::rte_mempool, token: u64) -> Step {
 /// The log line of a poll that leaves the pool draining.
 fn report_draining(name: &str, outcome: &PollOutcome) {
     match outcome {
+        PollOutcome::Warn {
+            unfilled: true,
+            waited_ns,
+            ..
+        } => log!(
+            Level::Warning,
+            "stalled pool shutdown: pool {name} after {} s: {UNFINISHED_PUT}",
+            waited_ns / 1_000_000_000
+        ),
         PollOutcome::Warn {
             inflight,
             waited_ns,

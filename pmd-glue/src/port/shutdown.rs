@@ -12,7 +12,7 @@ use super::dma::{PoolDmaMapper, RteDevDma};
 use super::release::{
     claim_free, claim_release, defer_release, free_as_handler, give_back_release, retry_us,
 };
-use super::{now_ns, WHERE_OBJECTS_ARE};
+use super::{now_ns, UNFINISHED_PUT, WHERE_OBJECTS_ARE};
 use crate::error::GlueError;
 use crate::ffi::pool_name;
 use crate::log::Level;
@@ -29,7 +29,9 @@ pub enum ShutdownOutcome {
     /// Buffers are still out: the pool stays, and an EAL alarm frees it when
     /// the last one comes back.
     Deferred {
-        /// Buffers out when the wait ended.
+        /// Buffers out when the wait ended: 0 when none was out but a put
+        /// had not finished storing its buffers (a single-producer pool,
+        /// `mempool::PollOutcome::Waiting`'s `unfilled`; the log says so).
         inflight: i64,
     },
 }
@@ -257,16 +259,19 @@ unsafe fn drain_and_wait(
                 // The application took the free (ptr_ring_release_cancel).
                 return Err(GlueError::ReleaseInProgress { pool: name });
             }
-            PollOutcome::Waiting { inflight, .. } | PollOutcome::Warn { inflight, .. }
-                if start.elapsed() >= wait =>
-            {
-                return defer(mp, z, token, inflight, start);
+            PollOutcome::Waiting {
+                inflight, unfilled, ..
+            }
+            | PollOutcome::Warn {
+                inflight, unfilled, ..
+            } if start.elapsed() >= wait => {
+                return defer(mp, z, token, (inflight, unfilled), start);
             }
             // Another driver call (another process's alarm) holds the
             // core's driver token: the wait bounds this too; the alarm
             // polls on.
             PollOutcome::Busy if start.elapsed() >= wait => {
-                return defer(mp, z, token, z.core.inflight(), start);
+                return defer(mp, z, token, (z.core.inflight(), false), start);
             }
             // Buffers still out, or another driver call (another process)
             // in progress: poll again.
@@ -286,20 +291,25 @@ unsafe fn drain_and_wait(
     }
 }
 
-/// The wait is over with `inflight` buffers out: the deferred-release alarm
-/// takes the pool over.
+/// The wait is over with `inflight` buffers out (or, `unfilled`, none out
+/// but a put's fills not shown): the deferred-release alarm takes the pool
+/// over.
 fn defer(
     mp: *mut sys::rte_mempool,
     z: &zone::Zone<'_>,
     token: u64,
-    inflight: i64,
+    (inflight, unfilled): (i64, bool),
     start: Instant,
 ) -> Result<ShutdownOutcome, GlueError> {
     let retry_us = retry_us(z);
+    let why = if unfilled {
+        UNFINISHED_PUT.to_string()
+    } else {
+        format!("{inflight} buffers still out ({WHERE_OBJECTS_ARE})")
+    };
     log!(
         Level::Warning,
-        "pool {}: {inflight} buffers still out after {} ms ({WHERE_OBJECTS_ARE}): \
-         release deferred, retrying every {} ms",
+        "pool {}: {why} after {} ms: release deferred, retrying every {} ms",
         pool_name(mp),
         start.elapsed().as_millis(),
         retry_us / 1000
