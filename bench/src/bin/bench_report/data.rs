@@ -241,6 +241,11 @@ pub struct Comparison {
     /// runs, where one side moved by more than [`targets::MAX_SWING`]
     /// (verdict [`Verdict::NotSteady`]).
     pub unsteady: Option<[(f64, f64); 2]>,
+    /// The same spans of the control row of the same application and runs
+    /// (the handler not called), where that row was not steady: the host
+    /// changed level under the runs, so this row's ratio is no result
+    /// either (verdict [`Verdict::NotSteady`]); set by [`e2e_row`].
+    pub control_unsteady: Option<[(f64, f64); 2]>,
 }
 
 impl Comparison {
@@ -282,6 +287,7 @@ impl Comparison {
             control,
             share,
             unsteady,
+            control_unsteady: None,
         }
     }
 
@@ -300,6 +306,22 @@ impl Comparison {
                 blo / scale,
                 bhi / scale,
                 targets::MAX_SWING,
+                p.median
+            );
+        }
+        if let Some([(olo, ohi), (blo, bhi)]) = self.control_unsteady {
+            return format!(
+                "NOT STEADY: in the same runs the control row (the handler not called) moved: \
+                 ptr_ring {:.1}-{:.1}, ring_mp_mc {:.1}-{:.1} {unit} (more than {}x apart on one \
+                 side), so the host changed level under them; here ptr_ring {:.1} vs {:.1} {unit}, \
+                 median of the paired ratios {:.2}x",
+                olo / scale,
+                ohi / scale,
+                blo / scale,
+                bhi / scale,
+                targets::MAX_SWING,
+                o / scale,
+                b / scale,
                 p.median
             );
         }
@@ -366,6 +388,30 @@ pub fn e2e_cmp(key: &E2eKey, m: &BTreeMap<String, E2eRuns>) -> Option<Comparison
     ))
 }
 
+/// [`e2e_cmp`] of one row of the run `d`, not counted when the control
+/// row of the same application (DPDK's cache served everything, the handler
+/// not called) was not steady in the run: that row's rates can only have
+/// moved with the host, whose level then switched under every row of the
+/// run, including those whose runs happened to land on one level per side.
+pub fn e2e_row(d: &Data, key: &E2eKey) -> Option<Comparison> {
+    let mut c = e2e_cmp(key, &d.e2e[key])?;
+    if c.control {
+        return Some(c);
+    }
+    let control_swing = d
+        .e2e
+        .iter()
+        .filter(|(k, _)| k.app == key.app && *k != key)
+        .filter_map(|(k, m)| e2e_cmp(k, m))
+        .find(|cc| cc.control && cc.unsteady.is_some())
+        .and_then(|cc| cc.unsteady);
+    if let Some(spans) = control_swing {
+        c.control_unsteady = Some(spans);
+        c.verdict = c.verdict.map(|_| Verdict::NotSteady);
+    }
+    Some(c)
+}
+
 /// A short human description of an end-to-end row.
 pub fn e2e_label(k: &E2eKey) -> String {
     match (k.app.as_str(), k.variant.as_str()) {
@@ -405,7 +451,7 @@ pub fn all_rows(d: &Data) -> Vec<(String, Comparison)> {
         .filter_map(|(k, m)| mempool_cmp(k, m).map(|c| (format!("{}: ", k.group.name()), c)));
     let e = e2e_keys(d)
         .into_iter()
-        .filter_map(|k| e2e_cmp(k, &d.e2e[k]).map(|c| ("e2e: ".to_string(), c)));
+        .filter_map(|k| e2e_row(d, k).map(|c| ("e2e: ".to_string(), c)));
     m.chain(e).collect()
 }
 

@@ -456,7 +456,7 @@ fn e2e(w: &mut String, d: &Data) {
                 format!("DPDK {} / own {}", r.dpdk_cache, r.handler_cache)
             })
         };
-        let Some(c) = data::e2e_cmp(k, m) else {
+        let Some(c) = data::e2e_row(d, k) else {
             continue;
         };
         let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));

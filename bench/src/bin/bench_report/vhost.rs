@@ -106,7 +106,7 @@ pub fn section(w: &mut String, d: &Data) {
         for h in &hs {
             let _ = write!(w, " {} |", fmt_paired(paired(m, h)));
         }
-        let c = data::e2e_cmp(k, m);
+        let c = data::e2e_row(d, k);
         let (share, verdict, words) = match &c {
             Some(c) => (
                 c.share.map_or("-".into(), |s| format!("{s:.3}")),
@@ -217,5 +217,60 @@ mod tests {
             runs([("18.83", "12.10"), ("18.62", "17.46"), ("18.40", "17.00")]);
         assert_eq!(verdict, Some(Verdict::Met));
         assert!(words.starts_with("ptr_ring faster"), "{words}");
+    }
+
+    /// The 22.11 run of 5 December evening: burst512 had ptr_ring at
+    /// 5.6-5.9 Mpps in all three runs and ring_mp_mc at 20.3-20.5 in all
+    /// three (each side steady: a 0.34x "missed"), while the control row of
+    /// the same runs, where the handler is never called, had ring_mp_mc at
+    /// 5.3-18.5: the host's level switched under the run. Fails if the
+    /// burst512 row is counted anyway.
+    #[test]
+    fn a_row_is_not_counted_when_its_runs_control_row_was_not_steady() {
+        let rows = |control_base: [&str; 3]| {
+            let mut lines = Vec::new();
+            for (r, cb) in (1..=3).zip(control_base) {
+                lines.push(format!("e2e2,{APP},default,ptr_ring,250,0,{r},17.5,0.0000"));
+                lines.push(format!(
+                    "e2e2,{APP},default,ring_mp_mc,250,none,{r},{cb},-1"
+                ));
+                lines.push(format!(
+                    "e2e2,{APP},burst512,ptr_ring,250,0,{r},5.{},1.6",
+                    6 + r
+                ));
+                lines.push(format!(
+                    "e2e2,{APP},burst512,ring_mp_mc,250,none,{r},20.{},-1",
+                    2 + r
+                ));
+            }
+            let d = data(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+            let key = bench::record::E2eKey {
+                app: APP.into(),
+                variant: "burst512".into(),
+            };
+            let c = data::e2e_row(&d, &key).unwrap();
+            let counted = data::all_rows(&d)
+                .into_iter()
+                .find(|(_, c)| c.label == data::e2e_label(&key))
+                .and_then(|(_, c)| c.verdict);
+            (c.verdict, c.statement("Mpps", 1.0), counted)
+        };
+        let (verdict, words, counted) = rows(["5.3", "18.5", "6.0"]);
+        assert_eq!(verdict, Some(Verdict::NotSteady));
+        assert_eq!(
+            counted,
+            Some(Verdict::NotSteady),
+            "the targets table counts it"
+        );
+        assert!(
+            words.starts_with("NOT STEADY: in the same runs the control row"),
+            "{words}"
+        );
+        assert!(words.contains("ring_mp_mc 5.3-18.5 Mpps"), "{words}");
+        // The control row steady: the same burst512 rates are a result.
+        let (verdict, words, counted) = rows(["17.9", "18.5", "17.2"]);
+        assert_eq!(verdict, Some(Verdict::Missed));
+        assert_eq!(counted, Some(Verdict::Missed));
+        assert!(words.starts_with("ptr_ring slower"), "{words}");
     }
 }
