@@ -297,28 +297,31 @@ impl Comparison {
         let (Some(p), Some(o), Some(b)) = (self.paired, self.ours, self.base) else {
             return "no data".into();
         };
-        if let Some([(olo, ohi), (blo, bhi)]) = self.unsteady {
-            return format!(
-                "NOT STEADY: ptr_ring {:.1}-{:.1}, ring_mp_mc {:.1}-{:.1} {unit} over the runs \
-                 (more than {}x apart on one side), median of the paired ratios {:.2}x",
+        // Each side's range over the runs, as the two NOT STEADY texts give it.
+        let spans = |[(olo, ohi), (blo, bhi)]: [(f64, f64); 2]| {
+            format!(
+                "ptr_ring {:.1}-{:.1}, ring_mp_mc {:.1}-{:.1} {unit}",
                 olo / scale,
                 ohi / scale,
                 blo / scale,
-                bhi / scale,
+                bhi / scale
+            )
+        };
+        if let Some(own) = self.unsteady {
+            return format!(
+                "NOT STEADY: {} over the runs (more than {}x apart on one side), median of the \
+                 paired ratios {:.2}x",
+                spans(own),
                 targets::MAX_SWING,
                 p.median
             );
         }
-        if let Some([(olo, ohi), (blo, bhi)]) = self.control_unsteady {
+        if let Some(control) = self.control_unsteady {
             return format!(
-                "NOT STEADY: in the same runs the control row (the handler not called) moved: \
-                 ptr_ring {:.1}-{:.1}, ring_mp_mc {:.1}-{:.1} {unit} (more than {}x apart on one \
-                 side), so the host changed level under them; here ptr_ring {:.1} vs {:.1} {unit}, \
-                 median of the paired ratios {:.2}x",
-                olo / scale,
-                ohi / scale,
-                blo / scale,
-                bhi / scale,
+                "NOT STEADY: in the same runs the control row (the handler not called) moved: {} \
+                 (more than {}x apart on one side), so the host changed level under them; here \
+                 ptr_ring {:.1} vs {:.1} {unit}, median of the paired ratios {:.2}x",
+                spans(control),
                 targets::MAX_SWING,
                 o / scale,
                 b / scale,
@@ -375,7 +378,9 @@ pub fn paired_to_base(m: &BTreeMap<String, MempoolRuns>, h: &str) -> Option<Pair
     Paired::of(&round_ratios(&m.get(h)?.rounds, &m.get(BASELINE)?.rounds))
 }
 
-pub fn e2e_cmp(key: &E2eKey, m: &BTreeMap<String, E2eRuns>) -> Option<Comparison> {
+/// The comparison of one end-to-end row by its own runs alone; callers
+/// take [`e2e_row`], which also applies the run's control row.
+fn e2e_cmp(key: &E2eKey, m: &BTreeMap<String, E2eRuns>) -> Option<Comparison> {
     let ours = m.get(OURS)?;
     Some(Comparison::new(
         e2e_label(key),
@@ -398,13 +403,13 @@ pub fn e2e_row(d: &Data, key: &E2eKey) -> Option<Comparison> {
     if c.control {
         return Some(c);
     }
+    // `c` is no control row, so the search cannot find it.
     let control_swing = d
         .e2e
         .iter()
-        .filter(|(k, _)| k.app == key.app && *k != key)
+        .filter(|(k, _)| k.app == key.app)
         .filter_map(|(k, m)| e2e_cmp(k, m))
-        .find(|cc| cc.control && cc.unsteady.is_some())
-        .and_then(|cc| cc.unsteady);
+        .find_map(|cc| cc.unsteady.filter(|_| cc.control));
     if let Some(spans) = control_swing {
         c.control_unsteady = Some(spans);
         c.verdict = c.verdict.map(|_| Verdict::NotSteady);
