@@ -81,3 +81,14 @@ const WHERE_OBJECTS_ARE: &str = "held by the application, in user-owned mempool 
 const UNFINISHED_PUT: &str = "no buffer is out, but a put has not finished storing its buffers \
      in the pool's ring: a single-producer pool (RTE_MEMPOOL_F_SP_PUT) whose putting thread is \
      still in the put, or died in it (its buffers are then lost and the pool is never released)";
+
+/// What a draining pool still waits for, as its deferral and its stall
+/// warning both say it: `inflight` buffers out, or (`unfilled`) none out
+/// but a put's fills not yet shown.
+fn still_out(inflight: i64, unfilled: bool) -> String {
+    if unfilled {
+        UNFINISHED_PUT.to_string()
+    } else {
+        format!("{inflight} buffers still out ({WHERE_OBJECTS_ARE})")
+    }
+}

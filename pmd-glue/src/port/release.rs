@@ -38,7 +38,7 @@ use dpdk_sys as sys;
 use mempool::PollOutcome;
 
 use super::dma::{PoolDmaMapper, RteDevDma};
-use super::{now_ns, UNFINISHED_PUT, WHERE_OBJECTS_ARE};
+use super::{now_ns, still_out};
 use crate::error::GlueError;
 use crate::ffi::{self, pool_name};
 use crate::log::Level;
@@ -538,23 +538,15 @@ fn poll_listed(mp: *mut sys::rte_mempool, token: u64) -> Step {
 fn report_draining(name: &str, outcome: &PollOutcome) {
     match outcome {
         PollOutcome::Warn {
-            unfilled: true,
-            waited_ns,
-            ..
-        } => log!(
-            Level::Warning,
-            "stalled pool shutdown: pool {name} after {} s: {UNFINISHED_PUT}",
-            waited_ns / 1_000_000_000
-        ),
-        PollOutcome::Warn {
             inflight,
+            unfilled,
             waited_ns,
             ..
         } => log!(
             Level::Warning,
-            "stalled pool shutdown: pool {name} still has {inflight} buffers inflight after {} \
-             s; they may be {WHERE_OBJECTS_ARE}",
-            waited_ns / 1_000_000_000
+            "stalled pool shutdown: pool {name} after {} s: {}",
+            waited_ns / 1_000_000_000,
+            still_out(*inflight, *unfilled)
         ),
         _ => log!(Level::Debug, "pool {name}: deferred release: {outcome:?}"),
     }

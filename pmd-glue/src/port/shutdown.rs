@@ -12,7 +12,7 @@ use super::dma::{PoolDmaMapper, RteDevDma};
 use super::release::{
     claim_free, claim_release, defer_release, free_as_handler, give_back_release, retry_us,
 };
-use super::{now_ns, UNFINISHED_PUT, WHERE_OBJECTS_ARE};
+use super::{now_ns, still_out};
 use crate::error::GlueError;
 use crate::ffi::pool_name;
 use crate::log::Level;
@@ -302,11 +302,7 @@ fn defer(
     start: Instant,
 ) -> Result<ShutdownOutcome, GlueError> {
     let retry_us = retry_us(z);
-    let why = if unfilled {
-        UNFINISHED_PUT.to_string()
-    } else {
-        format!("{inflight} buffers still out ({WHERE_OBJECTS_ARE})")
-    };
+    let why = still_out(inflight, unfilled);
     log!(
         Level::Warning,
         "pool {}: {why} after {} ms: release deferred, retrying every {} ms",
