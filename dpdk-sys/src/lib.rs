@@ -40,7 +40,12 @@ pub use shim::{errno, lcore_id, lcore_id_shim, set_errno, socket_id};
     unsafe_op_in_unsafe_fn,
     clippy::all,
     clippy::pedantic,
-    clippy::undocumented_unsafe_blocks
+    clippy::undocumented_unsafe_blocks,
+    // DPDK's doxygen comments, as bindgen copies them: `[in]`, `[out]`
+    // parameter markers and bare URLs are not rustdoc links.
+    rustdoc::broken_intra_doc_links,
+    rustdoc::bare_urls,
+    rustdoc::invalid_html_tags
 )]
 pub mod bindings {
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

@@ -34,7 +34,7 @@
 //! `populated == in_ring + in_caches + inflight`.
 //!
 //! # Reading under concurrency
-//! [`snapshot`] reads every `release` counter first, then every `hold`, then
+//! `snapshot` reads every `release` counter first, then every `hold`, then
 //! `populated`, all with Acquire; writers store with Release **after** the
 //! object has been placed (put) or taken (get). An object's hold happens
 //! before its release (the application hands the object over), so a snapshot

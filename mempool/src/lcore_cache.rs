@@ -2,7 +2,7 @@
 //! ring, owned by one lcore, after page_pool's per-CPU alloc cache.
 //!
 //! # Memory
-//! Each lcore's cache is [`stride`] bytes of the shared block: a
+//! Each lcore's cache is `stride` bytes of the shared block: a
 //! [`CachePadded`] header (length, limit, hold/release counters: the only
 //! line the fast path writes) followed by its pointer slots, so no two
 //! lcores ever share a cache line. With a cache, the stride is the same for

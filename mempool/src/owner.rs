@@ -1,11 +1,11 @@
 //! Who holds a lock in shared memory, and whether that process still lives.
 //!
-//! Every lock of a pool ([`SpinLock`](crate::sync)) holds, while taken, the
+//! Every lock of a pool (`sync::SpinLock`) holds, while taken, the
 //! owner id of the process that took it: a process-wide value set once
 //! ([`set_process_owner`]), 1 ([`OwnerId::ANONYMOUS`]) until then. A waiter
 //! that has spun long asks the process-wide [`liveness`] check about the
 //! holder; only [`Liveness::Dead`] lets it take the lock over, repair and
-//! [`report`]. The default check answers [`Liveness::Alive`] for every id,
+//! `report`. The default check answers [`Liveness::Alive`] for every id,
 //! so a program that sets nothing waits as a plain spinlock does.
 //!
 //! [`Lease`] is the check the handler uses: ids drawn from a file shared by
@@ -123,7 +123,7 @@ pub enum Repair {
     Impossible(&'static str),
 }
 
-/// One takeover, as [`report`] hands it to the hook.
+/// One takeover, as `report` hands it to the hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Takeover {
     /// The lock.

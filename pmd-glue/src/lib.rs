@@ -9,7 +9,7 @@
 //! * [`ops_sync`]: registration at EAL's bus scan and one ops-table
 //!   numbering in primary and secondary processes;
 //! * [`zone`]: the per-pool memzone holding the handler's state;
-//! * [`log`], [`telemetry`]: the `pmd.mempool.ptr_ring` log type and
+//! * [`log`](mod@log), [`telemetry`]: the `pmd.mempool.ptr_ring` log type and
 //!   `/ptr_ring/...` telemetry commands;
 //! * [`settings`]: environment switches read at load (process-wide
 //!   defaults), [`pool_config`]: per-pool overrides;

@@ -1,6 +1,6 @@
 //! The `rte_mempool_ops` callbacks, each a few lines onto the files that
 //! do the work, then the ops table (`register.rs`). Nothing here panics
-//! across `extern "C"`: every callback runs in [`guard`], and errors become
+//! across `extern "C"`: every callback runs in `guard`, and errors become
 //! negative errno.
 //!
 //! # Routes of a get and a put
