@@ -11,6 +11,7 @@
 //! mempool2skip,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<reason>
 //! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>[,<handler_share>]
 //! autotest2,<handler>,<cores>,<max_bulk>,<get_bulk>,<put_bulk>,<keep>,<constant_n>,<objects/s>
+//! line2,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<ns before>,<ns after>
 //! ```
 //!
 //! * [`MempoolRound`] (`mempool2`): one handler's run in one round of a
@@ -18,7 +19,8 @@
 //!   that did not run in that row, [`E2eRound`] (`e2e2`): one run of an
 //!   end-to-end application, [`AutotestCase`] (`autotest2`): one case of
 //!   DPDK's `mempool_perf_autotest`, as `bench/run.sh` reads it from the
-//!   test's output.
+//!   test's output, [`LineTrip`] (`line2`): the cache-line round trip
+//!   between the two lcores around a two-lcore `mempool_bench` row.
 //! * Lines starting with `#` are comments; fields are trimmed, and quoted
 //!   where they hold a comma, a quote or a line break (a skip reason may).
 //! * A line of another kind, or with fields missing, left over or not
@@ -364,6 +366,22 @@ pub struct AutotestCase {
     pub rate: f64,
 }
 
+/// `line2`: the round trip of one cache line between the two lcores of a
+/// two-lcore `mempool_bench` row, measured just before and just after the
+/// row's rounds: what a line that one lcore wrote and the other reads costs
+/// on this machine at that time, which the two-lcore rows count per object.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LineTrip {
+    /// The row.
+    pub key: MempoolKey,
+    /// Nanoseconds per round trip before the row's rounds.
+    #[serde(serialize_with = "fixed::<0, _>")]
+    pub before_ns: f64,
+    /// Nanoseconds per round trip after them.
+    #[serde(serialize_with = "fixed::<0, _>")]
+    pub after_ns: f64,
+}
+
 fn unknown_share() -> f64 {
     -1.0
 }
@@ -385,16 +403,19 @@ pub enum Record {
     E2e(E2eRound),
     /// `autotest2`.
     Autotest(AutotestCase),
+    /// `line2`.
+    Line(LineTrip),
 }
 
 impl Record {
     /// The first field of each kind's lines, and how many fields follow it
     /// (at least, at most).
-    pub const KINDS: [(&'static str, usize, usize); 4] = [
+    pub const KINDS: [(&'static str, usize, usize); 5] = [
         ("mempool2", 14, 14),
         ("mempool2skip", 8, 8),
         ("e2e2", 7, 8),
         ("autotest2", 8, 8),
+        ("line2", 8, 8),
     ];
 
     /// The first field of this record's line.
@@ -404,6 +425,7 @@ impl Record {
             Record::Skipped(_) => 1,
             Record::E2e(_) => 2,
             Record::Autotest(_) => 3,
+            Record::Line(_) => 4,
         };
         Record::KINDS[i].0
     }
@@ -428,6 +450,7 @@ impl Serialize for Record {
             Record::Skipped(r) => (self.kind(), r).serialize(s),
             Record::E2e(r) => (self.kind(), r).serialize(s),
             Record::Autotest(r) => (self.kind(), r).serialize(s),
+            Record::Line(r) => (self.kind(), r).serialize(s),
         }
     }
 }
@@ -502,6 +525,14 @@ mod tests {
                     rate: 76783784.0,
                 }),
                 "autotest2,ring_mp_mc,1,0,1,1,32,1,76783784",
+            ),
+            (
+                Record::Line(LineTrip {
+                    key: key(),
+                    before_ns: 182.0,
+                    after_ns: 391.0,
+                }),
+                "line2,owncache,handoff,2,32,1024,256,182,391",
             ),
         ]
     }

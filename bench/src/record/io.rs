@@ -116,7 +116,8 @@ fn from_fields(rec: &StringRecord) -> Result<Record, String> {
         0 => fields(rec).map(Record::Mempool),
         1 => fields(rec).map(Record::Skipped),
         2 => fields(rec).map(Record::E2e),
-        _ => fields(rec).map(Record::Autotest),
+        3 => fields(rec).map(Record::Autotest),
+        _ => fields(rec).map(Record::Line),
     }
 }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bench::matrix::{BASELINE, OURS};
-use bench::record::{self, E2eKey, MempoolKey, MempoolRound, Record, Side};
+use bench::record::{self, E2eKey, LineTrip, MempoolKey, MempoolRound, Record, Side};
 use bench::stats::{by_mode, median, round_ratios, Paired};
 use bench::targets::{self, Target, Verdict};
 
@@ -54,6 +54,9 @@ pub struct Data {
     /// Further runs of the swinging rows (`mempool-run<N>.csv`, N from 2;
     /// run 1 is `mempool`), by run number.
     pub reruns: BTreeMap<u32, MempoolRows>,
+    /// The cache-line round trip between the two lcores around each
+    /// two-lcore row, by run number (1: `mempool.csv`) and row.
+    pub trips: BTreeMap<u32, BTreeMap<MempoolKey, LineTrip>>,
     pub e2e: BTreeMap<E2eKey, BTreeMap<String, E2eRuns>>,
     pub autotest: BTreeMap<AutotestKey, f64>,
     pub meta: BTreeMap<String, String>,
@@ -85,8 +88,12 @@ impl Data {
         for (n, path) in rerun_files(dir) {
             let mut runs = MempoolRows::new();
             for r in records(&path)? {
-                if let Record::Mempool(m) = r {
-                    add_mempool(&mut runs, m);
+                match r {
+                    Record::Mempool(m) => add_mempool(&mut runs, m),
+                    Record::Line(t) => {
+                        d.trips.entry(n).or_default().insert(t.key, t);
+                    }
+                    _ => {}
                 }
             }
             d.reruns.insert(n, runs);
@@ -119,6 +126,9 @@ impl Data {
                     h.share.push(e.handler_share);
                 }
             }
+            Record::Line(t) => {
+                self.trips.entry(1).or_default().insert(t.key, t);
+            }
             Record::Autotest(a) => {
                 let key = (
                     a.handler,
@@ -132,6 +142,16 @@ impl Data {
                 self.autotest.insert(key, a.rate);
             }
         }
+    }
+
+    /// "a cache line between the lcores: 182 / 391 ns round trip (before /
+    /// after the row)", for a two-lcore row of run `run` that measured it.
+    pub fn trip_words(&self, run: u32, key: &MempoolKey) -> Option<String> {
+        let t = self.trips.get(&run)?.get(key)?;
+        Some(format!(
+            "a cache line between the lcores: {:.0} / {:.0} ns round trip (before / after the row)",
+            t.before_ns, t.after_ns
+        ))
     }
 
     pub fn meta(&self, k: &str) -> &str {

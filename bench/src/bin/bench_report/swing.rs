@@ -106,7 +106,10 @@ pub fn table(w: &mut String, d: &Data) {
          the main `mempool_bench` run, the others as processes of their own (`ptr_ring` and \
          `ring_mp_mc` only, the same rounds and seconds), after the autotest and after l2fwd:\n\n\
          ```\n{}\n```\n\n\
-         Each cell: that run's ratio `ptr_ring / ring_mp_mc` [95% CI]. The runs disagree when their \
+         Each cell: that run's ratio `ptr_ring / ring_mp_mc` [95% CI], then the round trip of one \
+         cache line between the two lcores, measured just before and just after the row's rounds \
+         in that run (ns, before / after): what a line one lcore wrote costs the other, which these \
+         rows pay per object. The runs disagree when their \
          intervals share no value: such a row is not targets-grade, and the targets table does not \
          count it. The DPDK-cache recycling rows are not here: DPDK's cache serves them (controls).\n",
         d.meta("swing_cmd")
@@ -125,7 +128,14 @@ pub fn table(w: &mut String, d: &Data) {
                 .iter()
                 .find(|(r, _)| *r == i)
                 .map_or("-".into(), |(_, p)| {
-                    format!("{:.2}x [{:.2}-{:.2}]", p.median, p.lo, p.hi)
+                    let trip = d
+                        .trips
+                        .get(&i)
+                        .and_then(|t| t.get(*k))
+                        .map_or(String::new(), |t| {
+                            format!("; {:.0} / {:.0} ns", t.before_ns, t.after_ns)
+                        });
+                    format!("{:.2}x [{:.2}-{:.2}]{trip}", p.median, p.lo, p.hi)
                 });
             let _ = write!(w, " {cell} |");
         }
@@ -212,6 +222,41 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("run 3: not sampled"), "{w}");
+    }
+
+    #[test]
+    fn each_run_gives_the_line_round_trip_it_measured() {
+        let mut d = with_runs(&[0.80, 0.95]);
+        let trip = |before_ns, after_ns| {
+            Record::Line(bench::record::LineTrip {
+                key: key(),
+                before_ns,
+                after_ns,
+            })
+        };
+        // Run 1's line comes with mempool.csv, through `add`.
+        d.add(trip(71.0, 64.0));
+        let mut w = String::new();
+        table(&mut w, &d);
+        assert!(w.contains("| 0.80x [0.80-0.80]; 71 / 64 ns |"), "{w}");
+        // Run 2 measured none: its cell is the ratio alone.
+        assert!(w.contains("| 0.95x [0.95-0.95] |"), "{w}");
+        d.trips.entry(2).or_default().insert(
+            key(),
+            bench::record::LineTrip {
+                key: key(),
+                before_ns: 388.0,
+                after_ns: 402.0,
+            },
+        );
+        let mut w = String::new();
+        table(&mut w, &d);
+        assert!(w.contains("| 0.95x [0.95-0.95]; 388 / 402 ns |"), "{w}");
+        assert_eq!(
+            d.trip_words(1, &key()).as_deref(),
+            Some("a cache line between the lcores: 71 / 64 ns round trip (before / after the row)")
+        );
+        assert_eq!(d.trip_words(3, &key()), None);
     }
 
     #[test]

@@ -231,6 +231,9 @@ pub fn target_cells(d: &Data) -> Vec<TargetCells> {
                 ),
             };
             let (mut ratio, mut words) = (fmt_ci(c), c.statement(unit, scale));
+            if let Some(t) = c.key.and_then(|k| d.trip_words(1, &k)) {
+                words.push_str(&format!("; {t}"));
+            }
             // A row that swings between runs is given with its spread.
             if let Some(s) = c.key.and_then(|k| swing::spread(d, &k)) {
                 ratio.push_str(&format!(" (run 1 of {})", s.runs.len()));
@@ -339,7 +342,15 @@ fn group_table(w: &mut String, d: &Data, g: Group) {
         "---|".repeat(others.len())
     );
     for (k, m) in d.mempool.iter().filter(|(k, _)| k.group == g) {
-        group_row(w, k, m, &hs, &others, swing::spread(d, k));
+        group_row(
+            w,
+            k,
+            m,
+            &hs,
+            &others,
+            swing::spread(d, k),
+            d.trip_words(1, k),
+        );
     }
     let _ = writeln!(w);
 }
@@ -351,6 +362,7 @@ fn group_row(
     hs: &[String],
     others: &[&String],
     spread: Option<swing::Spread>,
+    trip: Option<String>,
 ) {
     let side = |h: &str| {
         m.get(h)
@@ -396,6 +408,9 @@ fn group_row(
             } else {
                 c.statement("M/s", 1e6)
             };
+            if let Some(t) = trip {
+                words.push_str(&format!("; {t}"));
+            }
             if let Some(s) = spread {
                 words.push_str(&format!(
                     "; run 1 of {}, {} (table below)",

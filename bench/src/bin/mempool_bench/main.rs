@@ -20,9 +20,12 @@
 //! wall-clock (TSC); each line also carries the smallest share of the run
 //! that a lane's thread was on its CPU, and for `ptr_ring` the share of the
 //! objects got that its own counters saw leave the handler (near 0: DPDK's
-//! cache served everything).
+//! cache served everything). Around each two-lcore row a `line2` line gives
+//! the round trip of one cache line between the two lcores just before and
+//! just after the row's rounds (`line_trip.rs`).
 
 mod lane;
+mod line_trip;
 mod peers;
 mod placement;
 mod pools;
@@ -38,7 +41,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
 use bench::matrix::{self, BASELINE, OURS};
-use bench::record::{Group, MempoolKey, MempoolRound, Pattern, Record, Skipped, Writer};
+use bench::record::{Group, LineTrip, MempoolKey, MempoolRound, Pattern, Record, Skipped, Writer};
 use bench::stats::{round_ratios, Paired, Summary};
 use dpdk_sys as sys;
 
@@ -82,7 +85,9 @@ options:
                     (the same for every handler of a round); B pins a spacer of B bytes
                     before every pool, to see how much a row depends on placement
   --list            print the selected rows and exit
-  --csv PATH        append the CSV lines there instead of stdout
+  --csv PATH        append the CSV lines there instead of stdout (mempool2 per run,
+                    mempool2skip per handler left out, line2 per two-lcore row: the
+                    cache-line round trip between the lcores before and after its rounds)
   -h, --help        this text
 
 EAL_ARGS need two lcores for the two-lcore rows (e.g. -l 0-1 --main-lcore 1: one-lcore
@@ -592,6 +597,11 @@ fn run(
             }
             hs = kept;
         }
+        // What a line moving between the two lcores costs around the
+        // row's rounds (see line_trip.rs).
+        let (worker, tsc_hz) = (bench.worker, bench.tsc_hz);
+        let trip = || line_trip::round_trip_ns(worker, tsc_hz);
+        let before_ns = if key.lcores == 2 { Some(trip()?) } else { None };
         let mut samples: HashMap<&str, Vec<(u32, f64)>> = HashMap::new();
         let mut shares = Vec::new();
         for round in 1..=o.rounds {
@@ -629,6 +639,18 @@ fn run(
                 }
             }
         }
+        let trips = match before_ns {
+            Some(before_ns) => {
+                let t = LineTrip {
+                    key: *key,
+                    before_ns,
+                    after_ns: trip()?,
+                };
+                emit(&mut out, Record::Line(t))?;
+                Some(t)
+            }
+            None => None,
+        };
         out.flush().map_err(|e| e.to_string())?;
         progress(
             i + 1,
@@ -636,7 +658,7 @@ fn run(
             key,
             &hs,
             &samples,
-            &shares,
+            &notes(&shares, trips),
             t0.elapsed().as_secs_f64(),
         );
     }
@@ -650,6 +672,22 @@ fn emit(out: &mut Out, r: Record) -> Result<(), String> {
     out.write(&r).map_err(|e| e.to_string())
 }
 
+/// The end of a row's progress line: the median handler share, the line
+/// round trip around the row.
+fn notes(shares: &[f64], trips: Option<LineTrip>) -> String {
+    let mut s = String::new();
+    if let Some(m) = Summary::of(shares) {
+        s.push_str(&format!(" | handler share {:.3}", m.median));
+    }
+    if let Some(t) = trips {
+        s.push_str(&format!(
+            " | line round trip {:.0} / {:.0} ns",
+            t.before_ns, t.after_ns
+        ));
+    }
+    s
+}
+
 /// One stderr line per row: median and ratio (paired, with its interval).
 fn progress(
     done: usize,
@@ -657,7 +695,7 @@ fn progress(
     key: &MempoolKey,
     hs: &[&str],
     samples: &HashMap<&str, Vec<(u32, f64)>>,
-    shares: &[f64],
+    notes: &str,
     elapsed: f64,
 ) {
     let mut line = format!("[{done:2}/{total}] {:<40}", key.to_string());
@@ -677,8 +715,5 @@ fn progress(
             }
         }
     }
-    if let Some(s) = Summary::of(shares) {
-        line.push_str(&format!(" | handler share {:.3}", s.median));
-    }
-    eprintln!("{line}  [{elapsed:.0} s]");
+    eprintln!("{line}{notes}  [{elapsed:.0} s]");
 }
