@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use bench::matrix::{self, BASELINE, OURS, PEERS};
 use bench::record::MempoolKey;
 use bench::stats::{median, round_ratios, Paired};
+use bench::targets;
 
 use crate::data::{Data, MempoolRuns};
 use crate::swing;
@@ -130,7 +131,7 @@ fn rows(d: &Data) -> Vec<(&MempoolKey, Ranking)> {
 /// the spread of `ptr_ring / ring_mp_mc` over the runs.
 fn swings(d: &Data, k: &MempoolKey) -> String {
     swing::spread(d, k).map_or(String::new(), |s| {
-        let grade = if s.disagree() {
+        let grade = if targets::mempool(k).is_some_and(|t| !s.settles(&t)) {
             "; runs disagree: not targets-grade"
         } else {
             ""
