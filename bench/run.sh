@@ -308,7 +308,11 @@ autotest_cmd="DPDK_TEST=TEST PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotes
 {
     echo "command=$run_cmd"
     echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+    # The family / model / stepping too: a VM's model name ("Intel(R) Xeon(R)
+    # Processor") does not tell one host CPU from another (bench/NOTES.md).
+    cpu_id=$(lscpu | awk -F': *' '/^CPU family:/ { f = $2 } /^Model:/ { m = $2 } /^Stepping:/ { s = $2 }
+        END { if (m != "") printf " (family %s, model %s, stepping %s)", f, m, s }')
+    echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)$cpu_id"
     echo "cpus=$(nproc) ($(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core, $(lscpu | sed -n 's/^L3 cache: *//p' | head -1) L3)"
     echo "hypervisor=$(lscpu | sed -n 's/^Hypervisor vendor: *//p' | head -1) ($(lscpu | sed -n 's/^Virtualization type: *//p' | head -1))"
     echo "kernel=$(uname -r)"
