@@ -131,7 +131,7 @@ fn rows(d: &Data) -> Vec<(&MempoolKey, Ranking)> {
 /// the spread of `ptr_ring / ring_mp_mc` over the runs.
 fn swings(d: &Data, k: &MempoolKey) -> String {
     swing::spread(d, k).map_or(String::new(), |s| {
-        let grade = if targets::mempool(k).is_some_and(|t| !s.settles(&t)) {
+        let grade = if s.withholds(targets::mempool(k)) {
             "; runs disagree: not targets-grade"
         } else {
             ""

@@ -42,6 +42,12 @@ impl Spread {
         !self.disagree() || verdicts.all(|v| Some(v) == first)
     }
 
+    /// Whether the row's verdict is withheld ("not targets-grade"): it has
+    /// a target, and the runs do not settle it (see [`settles`](Spread::settles)).
+    pub fn withholds(&self, target: Option<Target>) -> bool {
+        target.is_some_and(|t| !self.settles(&t))
+    }
+
     /// "over 3 runs: min 0.62x, median 0.78x, max 0.86x".
     pub fn words(&self) -> String {
         format!(
@@ -152,11 +158,15 @@ pub fn table(w: &mut String, d: &Data) {
                 });
             let _ = write!(w, " {cell} |");
         }
-        let agree = match targets::mempool(k) {
-            _ if !s.disagree() => "agree (intervals overlap)",
-            Some(t) if !s.settles(&t) => DISAGREE,
-            Some(_) => "disagree (intervals apart), every run with the same verdict: counted",
-            None => "disagree (intervals apart)",
+        let target = targets::mempool(k);
+        let agree = if !s.disagree() {
+            "agree (intervals overlap)"
+        } else if s.withholds(target) {
+            DISAGREE
+        } else if target.is_some() {
+            "disagree (intervals apart), every run with the same verdict: counted"
+        } else {
+            "disagree (intervals apart)"
         };
         let _ = writeln!(
             w,

@@ -238,7 +238,7 @@ pub fn target_cells(d: &Data) -> Vec<TargetCells> {
             if let Some(s) = c.key.and_then(|k| swing::spread(d, &k)) {
                 ratio.push_str(&format!(" (run 1 of {})", s.runs.len()));
                 words.push_str(&format!("; {}", s.words()));
-                if c.target.is_some_and(|t| !s.settles(&t)) {
+                if s.withholds(c.target) {
                     verdict = swing::DISAGREE;
                 }
             }
