@@ -305,16 +305,19 @@ fi
 at_pool_h=$([[ $autotest_format == 25.07 ]] && echo default_pool_nocache || echo default_pool)
 autotest_cmd="DPDK_TEST=TEST PTR_RING_CACHE_SIZE=0 AUTOTEST_CLOCK_SCALE=$autotest_scale LD_PRELOAD=build/bench/autotest-clock.so dpdk-test -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name ptr_ring   (TEST: $(sed 's/ /, then /g' <<<"${autotest_tests[*]}"); each process stopped when its cached sections begin)"
 
+# lscpu read once; cpu_field NAME gives the first value of its line NAME.
+cpu_info=$(lscpu)
+cpu_field() { sed -n "s/^$1: *//p" <<<"$cpu_info" | head -1; }
 {
     echo "command=$run_cmd"
     echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
     # The family / model / stepping too: a VM's model name ("Intel(R) Xeon(R)
     # Processor") does not tell one host CPU from another (bench/NOTES.md).
-    cpu_id=$(lscpu | awk -F': *' '/^CPU family:/ { f = $2 } /^Model:/ { m = $2 } /^Stepping:/ { s = $2 }
-        END { if (m != "") printf " (family %s, model %s, stepping %s)", f, m, s }')
-    echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)$cpu_id"
-    echo "cpus=$(nproc) ($(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core, $(lscpu | sed -n 's/^L3 cache: *//p' | head -1) L3)"
-    echo "hypervisor=$(lscpu | sed -n 's/^Hypervisor vendor: *//p' | head -1) ($(lscpu | sed -n 's/^Virtualization type: *//p' | head -1))"
+    cpu_id=$(awk -F': *' '/^CPU family:/ { f = $2 } /^Model:/ { m = $2 } /^Stepping:/ { s = $2 }
+        END { if (m != "") printf " (family %s, model %s, stepping %s)", f, m, s }' <<<"$cpu_info")
+    echo "cpu=$(cpu_field 'Model name')$cpu_id"
+    echo "cpus=$(nproc) ($(cpu_field 'Thread(s) per core') thread(s) per core, $(cpu_field 'L3 cache') L3)"
+    echo "hypervisor=$(cpu_field 'Hypervisor vendor') ($(cpu_field 'Virtualization type'))"
     echo "kernel=$(uname -r)"
     echo "dpdk=$dpdk_version ($dpdk_origin)"
     echo "dpdk_release=$dpdk_release"
