@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use bench::record::Group;
 
 use crate::data::{self, Data};
-use crate::handlers;
 use crate::machine::monitor_summary;
 use crate::tables::{self, TargetCells, TARGETS_HEAD};
+use crate::{autotest, handlers};
 
 /// The folder of the full reports, next to the summary.
 const RESULTS_DIR: &str = "results";
@@ -103,7 +103,7 @@ impl Section {
     pub fn of_run(d: &Data, release: &str) -> Section {
         let rel = format!("{RESULTS_DIR}/dpdk-{release}");
         let mut notes: Vec<String> = handlers::floor_skipped(d).into_iter().collect();
-        notes.extend(tables::autotest_summary(d));
+        notes.extend(autotest::summary(d));
         let esc = |s: &str| s.replace('|', "\\|");
         Section {
             release: release.to_string(),

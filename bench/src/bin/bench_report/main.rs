@@ -11,6 +11,7 @@
 //! (`KEY=VALUE` lines about the machine and the run), `monitor.log` (other
 //! processes' CPU use sampled during the run) and `profile/*.txt`.
 
+mod autotest;
 mod chart;
 mod data;
 mod handlers;
