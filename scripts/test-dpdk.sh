@@ -177,13 +177,15 @@ check_autotest() {
 check_testpmd() {
     local label=$1; shift
     local log=$logs/testpmd-$label.log
-    # (testpmd_mpps reads mb_pool_0's ops name through telemetry: TESTPMD_OPS.)
-    if ! TESTPMD_SECONDS=2 TESTPMD_LOG=$log testpmd_mpps -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring \
+    # (testpmd_mpps reads mb_pool_0's ops name through telemetry:
+    # TESTPMD_OPS; and the handler share, objects ptr_ring handed out per
+    # packet the two net_null ports received: TESTPMD_SHARE.)
+    if ! TESTPMD_SECONDS=2 TESTPMD_SHARE_PORTS="0 1" TESTPMD_LOG=$log testpmd_mpps -d "$LIB" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name ptr_ring \
         -- "$@" >/dev/null 2>"$logs/testpmd-$label.err"; then
         fail "testpmd_$label" "no forwarding rate: $(head -n 1 "$logs/testpmd-$label.err")" "$log"
         return
     fi
-    local mpps=$TESTPMD_MPPS errs freed
+    local mpps=$TESTPMD_MPPS share=$TESTPMD_SHARE errs freed
     errs=$(handler_errors "$log")
     freed=$(grep -m1 'PTR_RING: pool mb_pool_0 freed' "$log" || true)
     if ! awk -v r="$mpps" 'BEGIN { exit !(r > 0) }'; then
@@ -198,6 +200,14 @@ check_testpmd() {
         fail "testpmd_$label" "no 'PTR_RING: pool mb_pool_0 freed' line at exit" "$log"
     elif [[ -n $errs ]]; then
         fail "testpmd_$label" "handler errors: $errs" "$log"
+    elif [[ " $* " == *" --mbcache=0 "* ]] && ! awk -v s="$share" 'BEGIN { exit !(s >= 0.98 && s <= 1.02) }'; then
+        # No cache anywhere: net_null's receive takes every mbuf from the
+        # handler, one per packet, and the handler's hold counter says so.
+        fail "testpmd_$label" "handler share $share with --mbcache=0 (telemetry: hold per packet received), not 1" "$log.c1"
+    elif [[ " $* " != *" --mbcache=0 "* ]] && ! awk -v s="$share" 'BEGIN { exit !(s < 0.01) }'; then
+        # DPDK's cache (250) serves bursts of 32 on one lcore: after
+        # start-up the handler is not on the path (the bench's control).
+        fail "testpmd_$label" "handler share $share behind DPDK's cache, not about 0" "$log.c1"
     elif [[ " $* " == *" --mbcache=0 "* ]] && [[ $freed != *"freed: every object returned"* ]]; then
         # No DPDK cache: every object is in the handler at exit.
         fail "testpmd_$label" "with --mbcache=0 every object must come back: $freed" "$log"
@@ -207,7 +217,7 @@ check_testpmd() {
         # may sit there. More than that is a loss.
         fail "testpmd_$label" "more objects missing at free than DPDK's caches can hold: $freed" "$log"
     else
-        pass "testpmd_$label" "$mpps Mpps; mb_pool_0 ops_name ptr_ring (telemetry); ${freed#*PTR_RING: }"
+        pass "testpmd_$label" "$mpps Mpps; mb_pool_0 ops_name ptr_ring (telemetry); handler share $share; ${freed#*PTR_RING: }"
     fi
 }
 

@@ -28,6 +28,16 @@
 #   TESTPMD_LCORE_ARGS  EAL lcore arguments instead of -l (e.g. "--lcores 0@0,1@1,2@0")
 #   TESTPMD_VDEVS    the ports (default "--vdev net_null0 --vdev net_null1")
 #   TESTPMD_RX_PORTS ports whose Rx-pps is summed (default: all)
+#   TESTPMD_SHARE_PORTS  ports whose receive allocates a fresh mbuf per
+#                    packet (net_null); when set, the handler share of
+#                    mb_pool_0 is measured: objects ptr_ring handed out
+#                    (/ptr_ring/stats: hold) per packet those ports received
+#                    (/ethdev/stats: ipackets), between the ends of the first
+#                    and of the last sampled stats block, both read through
+#                    telemetry. It goes to TESTPMD_SHARE and to $TESTPMD_LOG.share
+#                    ("-" where mb_pool_0 is not ptr_ring's; replies in
+#                    $TESTPMD_LOG.c0 / .c1). About 0: DPDK's cache served
+#                    every get, the handler was not on the path (a control).
 #
 # Also defines the summary helpers of the benchmark scripts: `median`
 # (reads numbers separated by blanks or newlines on stdin, prints their
@@ -43,6 +53,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/pool-ops.sh"
 TESTPMD_SAMPLES=""
 TESTPMD_MPPS=""
 TESTPMD_OPS=""
+TESTPMD_SHARE=""
 
 median() {
     tr ' ' '\n' | sed '/^$/d' | sort -g |
@@ -85,10 +96,17 @@ testpmd_mpps() {
 
     # Wait for secs+1 stats blocks (the first covers start-up), then stop
     # testpmd the way a user would (SIGINT), with a hard deadline.
-    local deadline=$((SECONDS + secs + 60)) blocks
+    local deadline=$((SECONDS + secs + 60)) blocks counted=""
     while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
         blocks=$(grep -c '^Port statistics =' "$log" 2>/dev/null || true)
-        ((${blocks:-0} > secs + 1)) && break
+        if [[ -n ${TESTPMD_SHARE_PORTS:-} && -z $counted ]] && ((${blocks:-0} >= 2)); then
+            _testpmd_counters "$prefix" >"$log.c0"
+            counted=1
+        fi
+        if ((${blocks:-0} > secs + 1)); then
+            [[ -n ${TESTPMD_SHARE_PORTS:-} ]] && _testpmd_counters "$prefix" >"$log.c1"
+            break
+        fi
         sleep 0.2
     done
     kill -INT "$pid" 2>/dev/null || true
@@ -110,7 +128,41 @@ testpmd_mpps() {
         return 1
     fi
     TESTPMD_MPPS=$(median <<<"$TESTPMD_SAMPLES")
+    if [[ -n ${TESTPMD_SHARE_PORTS:-} ]]; then
+        TESTPMD_SHARE=$(_testpmd_share "$log.c0" "$log.c1")
+        [[ -n $TESTPMD_SHARE ]] || { echo "testpmd-rate: no handler share from $log.c0, $log.c1" >&2; return 1; }
+        echo "$TESTPMD_SHARE" >"$log.share"
+    fi
     echo "$TESTPMD_MPPS"
+}
+
+# _testpmd_counters PREFIX: telemetry replies, one a line, in this order:
+# /ptr_ring/stats of mb_pool_0, then /ethdev/stats of each port of
+# TESTPMD_SHARE_PORTS.
+_testpmd_counters() {
+    local cmds=("/ptr_ring/stats,mb_pool_0") p
+    for p in $TESTPMD_SHARE_PORTS; do cmds+=("/ethdev/stats,$p"); done
+    tel_query "$1" "${cmds[@]}"
+}
+
+# _testpmd_share C0 C1: the handler share between the two readings (4
+# decimals), "-" where mb_pool_0 is not ptr_ring's; nothing when a reading
+# is missing or no packet arrived. `hold` counts modulo 2^32.
+_testpmd_share() {
+    python3 - "$1" "$2" <<'PY' 2>/dev/null
+import json, sys
+def read(path):
+    replies = [json.loads(l) for l in open(path) if l.startswith("{")]
+    stats = replies[0].get("/ptr_ring/stats")
+    return stats, sum(r["/ethdev/stats"]["ipackets"] for r in replies[1:])
+(s0, n0), (s1, n1) = read(sys.argv[1]), read(sys.argv[2])
+if n1 <= n0:
+    sys.exit(1)
+if not s0 or not s1:
+    print("-")
+else:
+    print("%.4f" % (((s1["hold"] - s0["hold"]) % 2**32) / (n1 - n0)))
+PY
 }
 
 # Reads testpmd output and prints one line per stats block: the Rx-pps of the
