@@ -10,9 +10,11 @@
 #      without cache in one process (one per core count from 24.11 on), its
 #      clock slowed so that it fits;
 #   3. dpdk-testpmd io forwarding on net_null ports: no cache on either side,
-#      DPDK's cache on both, --burst=512 (bypasses DPDK's cache), ptr_ring's
+#      DPDK's cache on both, --burst=512 (reaches the handler), ptr_ring's
 #      own cache against no cache (labelled as such), and a net_null + net_ring
-#      pipeline where mbufs are allocated on one lcore and freed on another;
+#      pipeline where mbufs are allocated on one lcore and freed on another,
+#      with its control (the same lcores on two net_null ports); every
+#      ptr_ring run reads its handler share through telemetry;
 #      then (bench/vhost.sh) two testpmd processes over vhost-user, the
 #      handler under test on the virtio-user side (1024-descriptor rings),
 #      ptr_ring against ring_mp_mc and stack;
@@ -335,7 +337,7 @@ cpu_field() { sed -n "s/^$1: *//p" <<<"$cpu_info" | head -1; }
     echo "autotest_format=$autotest_format"
     echo "autotest_pools=perf_test_nocache $at_pool_h"
     echo "testpmd_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 [--mbcache=0] [--burst=512]"
-    echo "xlcore_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $xlcore_args $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_ring0 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 --nb-cores=2 [--mbcache=0]   (rate: port 1 = net_ring0 Rx-pps)"
+    echo "xlcore_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $xlcore_args $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_ring0 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 --nb-cores=2 [--mbcache=0]   (rate: port 1 = net_ring0 Rx-pps; the control: --vdev net_null0 --vdev net_null1, DPDK cache default, rate: both ports)"
     echo "l2fwd_cmd=build/bench/l2fwd -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -p 0x3 -T 1"
     echo "profile_cmd=perf stat -e task-clock,context-switches,cpu-migrations,page-faults and perf record -e cpu-clock -F 4000 of mempool_bench --only ROW --handlers HANDLER --rounds 1 --secs 3"
     echo "e2e_rounds=$e2e_rounds"
@@ -473,8 +475,8 @@ served() {
 }
 
 declare -A e2e_rate
-record_e2e() { # app variant handler dpdk_cache handler_cache round rate
-    echo "e2e2,$1,$2,$3,$4,$5,$6,$7" >>"$out/e2e.csv"
+record_e2e() { # app variant handler dpdk_cache handler_cache round rate [handler_share]
+    echo "e2e2,$1,$2,$3,$4,$5,$6,$7${8:+,$8}" >>"$out/e2e.csv"
     e2e_rate[$1,$2,$3,$6]=$7
 }
 # One line per app and variant: each handler's median rate over the rounds
@@ -502,15 +504,24 @@ testpmd_variant() {
     local app=$1 variant=$2 h=$3 r=$4 extra=() env=() dc=250 hc=0 rate="" try
     case $variant in
     mbcache=0) extra=(--mbcache=0) dc=0 env=(PTR_RING_CACHE_SIZE=0) ;;
-    mbcache=default) ;;
+    mbcache=default | control) ;;
     burst512) extra=(--burst=512) ;;
     ownvsnone) extra=(--mbcache=0) dc=0 hc=128 env=(PTR_RING_CACHE_SIZE=128) ;;
     esac
     [[ $h == ptr_ring ]] || hc=none
-    local tp_env=()
-    if [[ $app == testpmd-xlcore ]]; then
+    # Both net_null ports allocate on receive (the handler share counts
+    # their packets).
+    local tp_env=(TESTPMD_SHARE_PORTS="0 1")
+    if [[ $app == testpmd-xlcore && $variant == control ]]; then
+        # The pipeline's lcores and CPUs on two net_null ports: each lcore
+        # frees on transmit what it allocated on receive, so DPDK's cache
+        # serves everything and only the host can move this row.
         extra+=(--nb-cores=2)
-        tp_env=(TESTPMD_LCORE_ARGS="$xlcore_args" TESTPMD_VDEVS="--vdev net_null0 --vdev net_ring0" TESTPMD_RX_PORTS=1)
+        tp_env+=(TESTPMD_LCORE_ARGS="$xlcore_args")
+    elif [[ $app == testpmd-xlcore ]]; then
+        extra+=(--nb-cores=2)
+        tp_env=(TESTPMD_LCORE_ARGS="$xlcore_args" TESTPMD_VDEVS="--vdev net_null0 --vdev net_ring0" TESTPMD_RX_PORTS=1
+            TESTPMD_SHARE_PORTS=0)
     fi
     local log=$logs/$app-$variant-$h-$r.log
     for try in 1 2; do
@@ -526,14 +537,19 @@ testpmd_variant() {
     if [[ $h == ptr_ring && $hc == default ]]; then
         hc="default ($(sed -n 's/^PTR_RING: pool mb_pool_0: .*per-lcore cache \([0-9]*\).*/\1/p' "$log" | head -1))"
     fi
-    record_e2e "$app" "$variant" "$h" "$dc" "$hc" "$r" "$rate"
-    say "$app $variant round $r/$e2e_rounds $h: $rate Mpps (DPDK cache $dc, handler cache $hc)"
+    local share
+    share=$(cat "$log.share")
+    [[ $share == - ]] && share=-1
+    [[ $h == ptr_ring && $share == -1 ]] && die "$app $variant ptr_ring: no ptr_ring counters through telemetry; see $log.c0, $log.c1"
+    record_e2e "$app" "$variant" "$h" "$dc" "$hc" "$r" "$rate" "$share"
+    say "$app $variant round $r/$e2e_rounds $h: $rate Mpps (DPDK cache $dc, handler cache $hc$([[ $share != -1 ]] && echo ", handler share $share"))"
 }
 
-e2e_runs=$((e2e_rounds * ${#e2e_handlers[@]} * 5 + e2e_rounds))
-step "3/5 dpdk-testpmd: ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers x 5 settings, plus ptr_ring's own cache alone (about $((e2e_runs * (TESTPMD_SECONDS + 4))) s)"
+e2e_runs=$((e2e_rounds * ${#e2e_handlers[@]} * 6 + e2e_rounds))
+step "3/5 dpdk-testpmd: ${e2e_rounds} rounds x ${#e2e_handlers[@]} handlers x 6 settings, plus ptr_ring's own cache alone (about $((e2e_runs * (TESTPMD_SECONDS + 4))) s)"
 set_phase testpmd
-for pair in testpmd:mbcache=0 testpmd:mbcache=default testpmd:burst512 testpmd-xlcore:mbcache=0 testpmd-xlcore:mbcache=default; do
+for pair in testpmd:mbcache=0 testpmd:mbcache=default testpmd:burst512 testpmd-xlcore:mbcache=0 testpmd-xlcore:mbcache=default \
+    testpmd-xlcore:control; do
     app=${pair%%:*} variant=${pair#*:}
     for ((r = 1; r <= e2e_rounds; r++)); do
         # Alternate the order every round.

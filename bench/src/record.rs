@@ -337,7 +337,8 @@ pub struct E2eRound {
     /// Forwarding rate in Mpps.
     pub rate: f64,
     /// Objects `ptr_ring` handed out per packet sent (-1: unknown, the
-    /// other handlers). Optional on the line: `testpmd-vhost` writes it.
+    /// other handlers). Optional on the line: `testpmd-vhost` and the
+    /// `testpmd` rows write it (per packet the `net_null` ports received).
     #[serde(default = "unknown_share")]
     pub handler_share: f64,
 }

@@ -443,7 +443,7 @@ pub fn e2e_label(k: &E2eKey) -> String {
         ("testpmd", "mbcache=0") => "testpmd io, no cache on either side".into(),
         ("testpmd", "mbcache=default") => "testpmd io, DPDK cache 250 on both".into(),
         ("testpmd", "burst512") => {
-            "testpmd io --burst=512 (bypasses DPDK's cache), cache 250 on both".into()
+            "testpmd io --burst=512 (above the cache: reaches the handler), cache 250 on both".into()
         }
         ("testpmd", "ownvsnone") => {
             "testpmd io, ptr_ring's OWN cache vs ring_mp_mc with NO cache (not like for like)"
@@ -454,6 +454,10 @@ pub fn e2e_label(k: &E2eKey) -> String {
         }
         ("testpmd-xlcore", "mbcache=default") => {
             "testpmd, alloc on one lcore, free on another, DPDK cache 250 on both".into()
+        }
+        ("testpmd-xlcore", "control") => {
+            "testpmd on the same two lcores, each freeing what it allocated, DPDK cache 250 on both"
+                .into()
         }
         ("l2fwd", "default") => "l2fwd, DPDK cache 256 on both".into(),
         ("testpmd-vhost", "default") => {
@@ -488,6 +492,7 @@ pub fn e2e_keys(d: &Data) -> Vec<&E2eKey> {
         "burst512",
         "ownvsnone",
         "default",
+        "control",
     ];
     let mut keys: Vec<&E2eKey> = d.e2e.keys().collect();
     keys.sort_by_key(|k| {
