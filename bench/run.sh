@@ -13,8 +13,10 @@
 #      DPDK's cache on both, --burst=512 (reaches the handler), ptr_ring's
 #      own cache against no cache (labelled as such), and a net_null + net_ring
 #      pipeline where mbufs are allocated on one lcore and freed on another,
-#      with its control (the same lcores on two net_null ports); every
-#      ptr_ring run reads its handler share through telemetry;
+#      with its control (the same lcores on two net_null ports), each of
+#      its runs between two line_trip readings (a cache line's round trip
+#      between its two CPUs); every ptr_ring run reads its handler share
+#      through telemetry;
 #      then (bench/vhost.sh) two testpmd processes over vhost-user, the
 #      handler under test on the virtio-user side (1024-descriptor rings),
 #      ptr_ring against ring_mp_mc and stack;
@@ -98,6 +100,7 @@ logs=$out/logs
 lib=$repo/target/release/librte_mempool_ptr_ring.so
 bench_bin=$repo/target/release/mempool_bench
 report_bin=$repo/target/release/bench_report
+line_bin=$repo/target/release/line_trip
 l2fwd_bin=$out/l2fwd
 
 # The DPDK release this run measures (build/ and target/ are that release's
@@ -273,10 +276,12 @@ if (($(nproc) >= 3)); then
     lcore_args=(-l 1-2 --main-lcore 1)
     lcores_note="mempool_bench: main lcore on CPU 1 (one-lcore rows), worker on CPU 2; CPU 0 left to the system"
     xlcore_args="--lcores 0@0,1@1,2@2"
+    xlcore_cpus=(1 2)
 else
     lcore_args=(-l 0-1 --main-lcore 1)
     lcores_note="2 CPUs: mempool_bench's main lcore (every one-lcore row) on CPU 1, the worker lcore of the two-lcore rows on CPU 0 (no third CPU); testpmd forwards on lcore 1 = CPU 1; the cross-lcore testpmd pipeline forwards on CPU 1 and CPU 0, sharing CPU 0 with testpmd's main lcore"
     xlcore_args="--lcores 0@0,1@1,2@0"
+    xlcore_cpus=(1 0)
 fi
 eal=("${lcore_args[@]}" --no-pci)
 # shellcheck disable=SC2206 # EAL_MEM is a list of arguments
@@ -337,7 +342,7 @@ cpu_field() { sed -n "s/^$1: *//p" <<<"$cpu_info" | head -1; }
     echo "autotest_format=$autotest_format"
     echo "autotest_pools=perf_test_nocache $at_pool_h"
     echo "testpmd_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 [--mbcache=0] [--burst=512]"
-    echo "xlcore_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $xlcore_args $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_ring0 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 --nb-cores=2 [--mbcache=0]   (rate: port 1 = net_ring0 Rx-pps; the control: --vdev net_null0 --vdev net_null1, DPDK cache default, rate: both ports)"
+    echo "xlcore_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $xlcore_args $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_ring0 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -a --forward-mode=io --stats-period 1 --nb-cores=2 [--mbcache=0]   (rate: port 1 = net_ring0 Rx-pps; the control: --vdev net_null0 --vdev net_null1, DPDK cache default, rate: both ports; before and after each run: target/release/line_trip ${xlcore_cpus[*]})"
     echo "l2fwd_cmd=build/bench/l2fwd -l 0-1 $EAL_MEM --file-prefix PREFIX --no-pci --vdev net_null0 --vdev net_null1 -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER -- -p 0x3 -T 1"
     echo "profile_cmd=perf stat -e task-clock,context-switches,cpu-migrations,page-faults and perf record -e cpu-clock -F 4000 of mempool_bench --only ROW --handlers HANDLER --rounds 1 --secs 3"
     echo "e2e_rounds=$e2e_rounds"
@@ -475,8 +480,9 @@ served() {
 }
 
 declare -A e2e_rate
-record_e2e() { # app variant handler dpdk_cache handler_cache round rate [handler_share]
-    echo "e2e2,$1,$2,$3,$4,$5,$6,$7${8:+,$8}" >>"$out/e2e.csv"
+record_e2e() { # app variant handler dpdk_cache handler_cache round rate [handler_share [line_before line_after]]
+    local IFS=,
+    echo "e2e2,$*" >>"$out/e2e.csv"
     e2e_rate[$1,$2,$3,$6]=$7
 }
 # One line per app and variant: each handler's median rate over the rounds
@@ -497,6 +503,10 @@ e2e_summary() { # app variant
     done
     say "$1 $2:${line}"
 }
+
+# xlcore_line: the round trip of a cache line between the CPUs of the
+# pipeline's two forwarding lcores, in ns (line_trip); nothing if it failed.
+xlcore_line() { "$line_bin" "${xlcore_cpus[@]}" 2>>"$logs/line_trip.err" || true; }
 
 # testpmd_variant APP VARIANT HANDLER ROUND: one run; the variant decides the
 # caches of each side, the ports and the lcores.
@@ -523,7 +533,10 @@ testpmd_variant() {
         tp_env=(TESTPMD_LCORE_ARGS="$xlcore_args" TESTPMD_VDEVS="--vdev net_null0 --vdev net_ring0" TESTPMD_RX_PORTS=1
             TESTPMD_SHARE_PORTS=0)
     fi
-    local log=$logs/$app-$variant-$h-$r.log
+    local log=$logs/$app-$variant-$h-$r.log lb="" la="" lines=()
+    # The pipeline's rate follows the cache line between its two CPUs:
+    # measured just before and just after each run.
+    [[ $app == testpmd-xlcore ]] && lb=$(xlcore_line)
     for try in 1 2; do
         if env "${env[@]}" "${tp_env[@]}" TESTPMD_LOG="$log" bash -c 'source scripts/testpmd-rate.sh; testpmd_mpps "$@"' _ \
             -d "$lib" --log-level=pmd.mempool.ptr_ring:info --mbuf-pool-ops-name "$h" -- "${extra[@]}" >"$log.rate"; then
@@ -533,6 +546,8 @@ testpmd_variant() {
         say "$app $variant $h round $r failed (try $try); see $log"
     done
     [[ -n $rate ]] || return 0
+    [[ $app == testpmd-xlcore ]] && la=$(xlcore_line)
+    [[ -n $lb && -n $la ]] && lines=("$lb" "$la")
     served "$h" "$log.tel" mb_pool_0 || die "$app $variant $h: mb_pool_0 was not served as asked (its ops name read through telemetry); see $log.tel"
     if [[ $h == ptr_ring && $hc == default ]]; then
         hc="default ($(sed -n 's/^PTR_RING: pool mb_pool_0: .*per-lcore cache \([0-9]*\).*/\1/p' "$log" | head -1))"
@@ -541,8 +556,8 @@ testpmd_variant() {
     share=$(cat "$log.share")
     [[ $share == - ]] && share=-1
     [[ $h == ptr_ring && $share == -1 ]] && die "$app $variant ptr_ring: no ptr_ring counters through telemetry; see $log.c0, $log.c1"
-    record_e2e "$app" "$variant" "$h" "$dc" "$hc" "$r" "$rate" "$share"
-    say "$app $variant round $r/$e2e_rounds $h: $rate Mpps (DPDK cache $dc, handler cache $hc$([[ $share != -1 ]] && echo ", handler share $share"))"
+    record_e2e "$app" "$variant" "$h" "$dc" "$hc" "$r" "$rate" "$share" "${lines[@]}"
+    say "$app $variant round $r/$e2e_rounds $h: $rate Mpps (DPDK cache $dc, handler cache $hc$([[ $share != -1 ]] && echo ", handler share $share")$( ((${#lines[@]})) && echo "; line between the CPUs ${lines[0]} / ${lines[1]} ns"))"
 }
 
 e2e_runs=$((e2e_rounds * ${#e2e_handlers[@]} * 6 + e2e_rounds))

@@ -9,7 +9,7 @@
 //! # format=2
 //! mempool2,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<position>,<objects/s>,<on_cpu>,<handler_share>
 //! mempool2skip,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<handler>,<reason>
-//! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>[,<handler_share>]
+//! e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>[,<handler_share>[,<line ns before>,<line ns after>]]
 //! autotest2,<handler>,<cores>,<max_bulk>,<get_bulk>,<put_bulk>,<keep>,<constant_n>,<objects/s>
 //! line2,<group>,<pattern>,<lcores>,<bulk>,<kept>,<cache>,<ns before>,<ns after>
 //! ```
@@ -341,6 +341,14 @@ pub struct E2eRound {
     /// `testpmd` rows write it (per packet the `net_null` ports received).
     #[serde(default = "unknown_share")]
     pub handler_share: f64,
+    /// The round trip of a cache line between the CPUs of the run's two
+    /// forwarding lcores just before and just after it, in ns (`line_trip`;
+    /// -1: not measured). Optional on the line, both or neither: the
+    /// `testpmd-xlcore` rows write them.
+    #[serde(default = "unknown_share", serialize_with = "fixed::<0, _>")]
+    pub line_before_ns: f64,
+    #[serde(default = "unknown_share", serialize_with = "fixed::<0, _>")]
+    pub line_after_ns: f64,
 }
 
 /// `autotest2`: one case of DPDK's `mempool_perf_autotest` without cache,
@@ -409,14 +417,14 @@ pub enum Record {
 }
 
 impl Record {
-    /// The first field of each kind's lines, and how many fields follow it
-    /// (at least, at most).
-    pub const KINDS: [(&'static str, usize, usize); 5] = [
-        ("mempool2", 14, 14),
-        ("mempool2skip", 8, 8),
-        ("e2e2", 7, 8),
-        ("autotest2", 8, 8),
-        ("line2", 8, 8),
+    /// The first field of each kind's lines, and how many fields may follow
+    /// it (the last: all of its struct's fields).
+    pub const KINDS: [(&'static str, &'static [usize]); 5] = [
+        ("mempool2", &[14]),
+        ("mempool2skip", &[8]),
+        ("e2e2", &[7, 8, 10]),
+        ("autotest2", &[8]),
+        ("line2", &[8]),
     ];
 
     /// The first field of this record's line.
@@ -475,15 +483,17 @@ mod tests {
     fn examples() -> Vec<(Record, &'static str)> {
         let e2e = |handler_share| E2eRound {
             key: E2eKey {
-                app: "testpmd-vhost".into(),
-                variant: "burst512".into(),
+                app: "testpmd-xlcore".into(),
+                variant: "mbcache=0".into(),
             },
             handler: "ptr_ring".into(),
-            dpdk_cache: "250".into(),
+            dpdk_cache: "0".into(),
             handler_cache: "default (128)".into(),
             round: 2,
             rate: 1.27,
             handler_share,
+            line_before_ns: 64.0,
+            line_after_ns: 326.0,
         };
         vec![
             (
@@ -512,7 +522,7 @@ mod tests {
             ),
             (
                 Record::E2e(e2e(0.45)),
-                "e2e2,testpmd-vhost,burst512,ptr_ring,250,default (128),2,1.27,0.45",
+                "e2e2,testpmd-xlcore,mbcache=0,ptr_ring,0,default (128),2,1.27,0.45,64,326",
             ),
             (
                 Record::Autotest(AutotestCase {
@@ -554,7 +564,8 @@ mod tests {
         assert_eq!(read(text.as_bytes(), "test").unwrap(), records);
         // Each kind's line has the number of fields Record::KINDS gives.
         for (r, line) in records.iter().zip(&lines) {
-            let (kind, _, max) = Record::KINDS.iter().find(|k| k.0 == r.kind()).unwrap();
+            let (kind, counts) = Record::KINDS.iter().find(|k| k.0 == r.kind()).unwrap();
+            let max = counts.last().unwrap();
             assert!(line.starts_with(&format!("{kind},")));
             let fields = csv::ReaderBuilder::new()
                 .has_headers(false)
@@ -573,7 +584,15 @@ mod tests {
         // e2e2 without its optional share: unknown.
         let r = Record::parse("e2e2,testpmd,mbcache=0,ring_mp_mc,0,0,1,40.5").unwrap();
         assert!(
-            matches!(r, Record::E2e(E2eRound { round: 1, handler_share, .. }) if handler_share == -1.0)
+            matches!(r, Record::E2e(E2eRound { round: 1, handler_share, line_before_ns, .. })
+                if handler_share == -1.0 && line_before_ns == -1.0)
+        );
+        // With the share and without the line round trips (testpmd's rows
+        // on one lcore, the vhost rows).
+        let r = Record::parse("e2e2,testpmd,mbcache=0,ptr_ring,0,0,1,40.5,1.0000").unwrap();
+        assert!(
+            matches!(r, Record::E2e(E2eRound { handler_share, line_after_ns, .. })
+                if handler_share == 1.0 && line_after_ns == -1.0)
         );
         // Spaces around fields, comments and blank lines.
         let text = "# format=2\n\n autotest2, ptr_ring ,2,0,32,32,128,0,1e8 \n";
@@ -603,8 +622,12 @@ mod tests {
             e.starts_with("mempool.csv, line 2: 3 fields after mempool2, not 14"),
             "{e}"
         );
+        // A line round trip without the other.
         let e = err("e2e2,testpmd-vhost,burst512,ptr_ring,250,0,2,1.27,0.45,9");
-        assert!(e.contains("line 1: 9 fields after e2e2, not 7 or 8"), "{e}");
+        assert!(
+            e.contains("line 1: 9 fields after e2e2, not 7, 8 or 10"),
+            "{e}"
+        );
         let e = err(&good.replace("owncache", "bigcache"));
         assert!(
             e.contains("line 1: unknown variant `bigcache`, expected one of `nocache`, "),

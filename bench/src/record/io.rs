@@ -101,13 +101,22 @@ fn from_fields(rec: &StringRecord) -> Result<Record, String> {
             known.join(", ")
         ));
     };
-    let (_, min, max) = Record::KINDS[i];
+    let (_, counts) = Record::KINDS[i];
     let n = rec.len() - 1;
-    if !(min..=max).contains(&n) {
-        let want = if min == max {
-            min.to_string()
-        } else {
-            format!("{min} or {max}")
+    if !counts.contains(&n) {
+        let want = match counts {
+            [.., before, last] => {
+                let head: Vec<String> = counts[..counts.len() - 2]
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                let mut w = head.join(", ");
+                if !w.is_empty() {
+                    w.push_str(", ");
+                }
+                format!("{w}{before} or {last}")
+            }
+            _ => counts.iter().map(ToString::to_string).collect(),
         };
         return Err(format!("{n} fields after {kind}, not {want}"));
     }

@@ -36,6 +36,9 @@ pub struct E2eRuns {
     pub rounds: Vec<(u32, f64)>,
     /// Handler share of every run (only where recorded).
     pub share: Vec<f64>,
+    /// (round, ns before, ns after): the cache line's round trip between
+    /// the forwarding CPUs around each run (only where recorded).
+    pub lines: Vec<(u32, f64, f64)>,
 }
 
 /// One `mempool_perf_autotest` case: (handler, cores, max bulk, get bulk,
@@ -124,6 +127,9 @@ impl Data {
                 h.rounds.push((e.round, e.rate));
                 if e.handler_share >= 0.0 {
                     h.share.push(e.handler_share);
+                }
+                if e.line_before_ns >= 0.0 && e.line_after_ns >= 0.0 {
+                    h.lines.push((e.round, e.line_before_ns, e.line_after_ns));
                 }
             }
             Record::Line(t) => {

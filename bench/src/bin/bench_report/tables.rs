@@ -515,6 +515,48 @@ fn e2e(w: &mut String, d: &Data) {
         );
     }
     let _ = writeln!(w);
+    e2e_lines(w, d);
+}
+
+/// The runs of the end-to-end rows that measured the cache line between
+/// their forwarding CPUs (`line_trip`, testpmd's cross-lcore pipeline),
+/// each with its rate and the line just before and just after it.
+fn e2e_lines(w: &mut String, d: &Data) {
+    let mut runs: Vec<(String, u32, &str, f64, f64, f64)> = Vec::new();
+    for k in data::e2e_keys(d) {
+        for (h, r) in &d.e2e[k] {
+            for &(round, before, after) in &r.lines {
+                if let Some(&(_, rate)) = r.rounds.iter().find(|(n, _)| *n == round) {
+                    let row = format!("{} {}", k.app, k.variant);
+                    runs.push((row, round, h.as_str(), rate, before, after));
+                }
+            }
+        }
+    }
+    if runs.is_empty() {
+        return;
+    }
+    runs.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
+    let _ = writeln!(
+        w,
+        "The pipeline's runs, each with the round trip of a cache line between its two \
+         forwarding CPUs (`line_trip`, just before and just after the run): mbufs and ring \
+         entries cross between those CPUs on every packet, so the pipeline's rate follows that \
+         figure as well as the handler, and its control (which hands nothing across) does not \
+         see it.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| row | round | handler | Mpps | line before / after (ns) |"
+    );
+    let _ = writeln!(w, "|---|---|---|---|---|");
+    for (row, round, h, rate, before, after) in runs {
+        let _ = writeln!(
+            w,
+            "| {row} | {round} | {h} | {rate:.2} | {before:.0} / {after:.0} |"
+        );
+    }
+    let _ = writeln!(w);
 }
 
 fn profiles(w: &mut String, d: &Data) {
@@ -595,7 +637,8 @@ mod tests {
     use super::*;
 
     /// The `testpmd` and `testpmd-xlcore` rows as `bench/run.sh` records
-    /// them, with the handler share; `xlcore_control_base` gives
+    /// them, with the handler share (and the line round trips of the
+    /// pipeline's no-cache row); `xlcore_control_base` gives
     /// `ring_mp_mc`'s rate in the three runs of the `testpmd-xlcore`
     /// control.
     fn testpmd_runs(xlcore_control_base: [&str; 3]) -> Data {
@@ -608,8 +651,8 @@ mod tests {
                 format!("e2e2,testpmd,mbcache=0,ring_mp_mc,0,none,{r},42.0,-1"),
                 format!("e2e2,testpmd-xlcore,control,ptr_ring,250,0,{r},30.{r},0.0000"),
                 format!("e2e2,testpmd-xlcore,control,ring_mp_mc,250,none,{r},{cb},-1"),
-                format!("e2e2,testpmd-xlcore,mbcache=0,ptr_ring,0,0,{r},10.{r},1.0000"),
-                format!("e2e2,testpmd-xlcore,mbcache=0,ring_mp_mc,0,none,{r},11.8,-1"),
+                format!("e2e2,testpmd-xlcore,mbcache=0,ptr_ring,0,0,{r},10.{r},1.0000,6{r},32{r}"),
+                format!("e2e2,testpmd-xlcore,mbcache=0,ring_mp_mc,0,none,{r},11.8,-1,30{r},6{r}"),
             ] {
                 d.add(Record::parse(&line).unwrap());
             }
@@ -653,6 +696,21 @@ mod tests {
             variant: "control".into(),
         });
         assert!(row(&control).contains("control: the handler was not called"));
+        // Each pipeline run that measured the line, with it, in round order.
+        let runs: Vec<&str> = w
+            .lines()
+            .filter(|l| l.starts_with("| testpmd-xlcore mbcache=0 | "))
+            .collect();
+        assert_eq!(runs.len(), 6, "{w}");
+        assert_eq!(
+            runs[0],
+            "| testpmd-xlcore mbcache=0 | 1 | ptr_ring | 10.10 | 61 / 321 |"
+        );
+        assert_eq!(
+            runs[5],
+            "| testpmd-xlcore mbcache=0 | 3 | ring_mp_mc | 11.80 | 303 / 63 |"
+        );
+        assert!(!w.contains("| testpmd io, no cache on either side | 1 |"));
         assert_eq!(verdict(&d, "testpmd-xlcore", "control"), None);
         assert_eq!(
             verdict(&d, "testpmd-xlcore", "mbcache=0"),
