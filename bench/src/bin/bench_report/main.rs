@@ -14,6 +14,7 @@
 mod autotest;
 mod chart;
 mod data;
+mod e2e;
 mod handlers;
 mod host_speed;
 mod index;
