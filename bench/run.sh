@@ -521,18 +521,20 @@ testpmd_variant() {
     [[ $h == ptr_ring ]] || hc=none
     # Both net_null ports allocate on receive (the handler share counts
     # their packets).
-    local tp_env=(TESTPMD_SHARE_PORTS="0 1")
-    if [[ $app == testpmd-xlcore && $variant == control ]]; then
-        # The pipeline's lcores and CPUs on two net_null ports: each lcore
-        # frees on transmit what it allocated on receive, so DPDK's cache
-        # serves everything and only the host can move this row.
+    local share_ports="0 1" tp_env=()
+    if [[ $app == testpmd-xlcore ]]; then
         extra+=(--nb-cores=2)
-        tp_env+=(TESTPMD_LCORE_ARGS="$xlcore_args")
-    elif [[ $app == testpmd-xlcore ]]; then
-        extra+=(--nb-cores=2)
-        tp_env=(TESTPMD_LCORE_ARGS="$xlcore_args" TESTPMD_VDEVS="--vdev net_null0 --vdev net_ring0" TESTPMD_RX_PORTS=1
-            TESTPMD_SHARE_PORTS=0)
+        tp_env=(TESTPMD_LCORE_ARGS="$xlcore_args")
+        # The pipeline: only net_null0 allocates, the rate is net_ring0's.
+        # Its control keeps the two net_null ports: each lcore frees on
+        # transmit what it allocated on receive, so DPDK's cache serves
+        # everything and only the host can move that row.
+        if [[ $variant != control ]]; then
+            tp_env+=(TESTPMD_VDEVS="--vdev net_null0 --vdev net_ring0" TESTPMD_RX_PORTS=1)
+            share_ports=0
+        fi
     fi
+    tp_env+=(TESTPMD_SHARE_PORTS="$share_ports")
     local log=$logs/$app-$variant-$h-$r.log lb="" la="" lines=()
     # The pipeline's rate follows the cache line between its two CPUs:
     # measured just before and just after each run.
