@@ -89,20 +89,6 @@ stop() {
     kill -KILL "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true
 }
-# counters TEL: "opackets hold inflight" of A from tel_query's replies (hold
-# and inflight "-" where the pool is not ptr_ring's).
-counters() {
-    python3 - "$1" <<'PY'
-import json, sys
-d = {}
-for line in open(sys.argv[1]):
-    if line.startswith("{"):
-        d.update(json.loads(line))
-e, p = d.get("/ethdev/stats") or {}, d.get("/ptr_ring/stats") or {}
-print(e.get("opackets", "-"), p.get("hold", "-"), p.get("inflight", "-"))
-PY
-}
-
 # vhost_run HANDLER VARIANT ROUND: one run; prints "rate share inflight"
 # (share and inflight "-" for other handlers) or fails.
 vhost_run() {
@@ -173,15 +159,14 @@ vhost_run() {
     local rate
     rate=$(TESTPMD_RX_PORTS="" testpmd_samples <"$lb" | sed -n "$((n0 + 1)),${n1}p" | median)
     [[ -n $rate ]] || { echo "vhost: $tag: no Rx-pps in $lb" >&2; return 1; }
-    local c0 c1
-    read -r -a c0 < <(counters "$la.c0")
-    read -r -a c1 < <(counters "$la.c1")
+    local share inflight
+    # Objects the handler handed out per packet A sent.
+    read -r share inflight < <(handler_share "$la.c0" "$la.c1" opackets) ||
+        { echo "vhost: $tag: no packet count through telemetry; see $la.c0, $la.c1" >&2; return 1; }
     if [[ $h == ptr_ring ]]; then
-        [[ ${c0[1]} != - && ${c1[1]} != - ]] ||
+        [[ $share != - ]] ||
             { echo "vhost: $tag: no ptr_ring counters through telemetry; see $la.c0, $la.c1" >&2; return 2; }
-        awk -v r="$rate" -v p0="${c0[0]}" -v p1="${c1[0]}" -v h0="${c0[1]}" -v h1="${c1[1]}" -v i="${c1[2]}" \
-            'BEGIN { d = (h1 - h0) % 4294967296; if (d < 0) d += 4294967296
-                     printf "%s %.4f %d\n", r, (p1 > p0 ? d / (p1 - p0) : 0), i }'
+        echo "$rate $share $inflight"
     else
         echo "$rate - -"
     fi

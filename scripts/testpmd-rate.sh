@@ -129,7 +129,8 @@ testpmd_mpps() {
     fi
     TESTPMD_MPPS=$(median <<<"$TESTPMD_SAMPLES")
     if [[ -n ${TESTPMD_SHARE_PORTS:-} ]]; then
-        TESTPMD_SHARE=$(_testpmd_share "$log.c0" "$log.c1")
+        TESTPMD_SHARE=$(handler_share "$log.c0" "$log.c1" ipackets)
+        TESTPMD_SHARE=${TESTPMD_SHARE%% *}
         [[ -n $TESTPMD_SHARE ]] || { echo "testpmd-rate: no handler share from $log.c0, $log.c1" >&2; return 1; }
         echo "$TESTPMD_SHARE" >"$log.share"
     fi
@@ -145,23 +146,36 @@ _testpmd_counters() {
     tel_query "$1" "${cmds[@]}"
 }
 
-# _testpmd_share C0 C1: the handler share between the two readings (4
-# decimals), "-" where mb_pool_0 is not ptr_ring's; nothing when a reading
-# is missing or no packet arrived. `hold` counts modulo 2^32.
-_testpmd_share() {
-    python3 - "$1" "$2" <<'PY' 2>/dev/null
+# handler_share C0 C1 FIELD: "SHARE INFLIGHT" from two files of telemetry
+# replies (tel_query's output, one reply a line, in any order): SHARE is
+# ptr_ring's objects handed out between the two (`hold` of /ptr_ring/stats,
+# which counts modulo 2^32) per packet counted by FIELD (ipackets,
+# opackets) of every /ethdev/stats reply summed, 4 decimals; INFLIGHT is
+# C1's `inflight`. "- -" where the pool is not ptr_ring's (no stats reply).
+# Nothing, and status 1, when a file is missing or unreadable, or no packet
+# was counted between the two. The testpmd rows (above) and bench/vhost.sh
+# read their shares here.
+handler_share() {
+    python3 - "$@" <<'PY' 2>/dev/null
 import json, sys
 def read(path):
-    replies = [json.loads(l) for l in open(path) if l.startswith("{")]
-    stats = replies[0].get("/ptr_ring/stats")
-    return stats, sum(r["/ethdev/stats"]["ipackets"] for r in replies[1:])
+    stats, packets = None, 0
+    for line in open(path):
+        if not line.startswith("{"):
+            continue
+        for key, value in json.loads(line).items():
+            if key == "/ptr_ring/stats":
+                stats = value
+            elif key == "/ethdev/stats":
+                packets += value[sys.argv[3]]
+    return stats, packets
 (s0, n0), (s1, n1) = read(sys.argv[1]), read(sys.argv[2])
 if n1 <= n0:
     sys.exit(1)
 if not s0 or not s1:
-    print("-")
+    print("- -")
 else:
-    print("%.4f" % (((s1["hold"] - s0["hold"]) % 2**32) / (n1 - n0)))
+    print("%.4f %d" % (((s1["hold"] - s0["hold"]) % 2**32) / (n1 - n0), s1["inflight"]))
 PY
 }
 
