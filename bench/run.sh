@@ -581,7 +581,9 @@ done
 for ((r = 1; r <= e2e_rounds; r++)); do
     testpmd_variant testpmd ownvsnone ptr_ring "$r"
 done
-grep '^e2e2,testpmd,mbcache=0,ring_mp_mc,' "$out/e2e.csv" | sed 's/,mbcache=0,/,ownvsnone,/' >>"$out/e2e.csv" || true
+# (Read whole into a variable first: the file is not read and appended in one pipeline.)
+rows=$(grep '^e2e2,testpmd,mbcache=0,ring_mp_mc,' "$out/e2e.csv" || true)
+[[ -z $rows ]] || sed 's/,mbcache=0,/,ownvsnone,/' <<<"$rows" >>"$out/e2e.csv"
 # Over vhost-user: the PMD's rings hold more mbufs than the cache.
 if ((BENCH_VHOST_ROUNDS > 0)); then
     step "3/5 (vhost-user) dpdk-testpmd pairs: $BENCH_VHOST_ROUNDS rounds x 3 handlers x 2 settings (about $((BENCH_VHOST_ROUNDS * 6 * (TESTPMD_SECONDS + 7))) s)"
