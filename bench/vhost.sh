@@ -21,6 +21,18 @@
 #   burst512  --burst=512: A gets 512 mbufs per burst (above the cache), so
 #             the gets go to the handler, and the mbufs the ring did not
 #             take are put back at once.
+#   pair      not testpmd: A is `vhost_pair` (bench/src/bin/vhost_pair.rs),
+#             txonly's loop with bursts of 512 over two virtio-user ports,
+#             port i from a pool of its own with handler i (ptr_ring and
+#             ring_mp_mc), the lcore switching between the two every 100 ms
+#             (A B B A); B is testpmd rxonly on the two vhost ports. Both
+#             handlers run in every second, so a level of the host (NOTES:
+#             "The vhost rows' two levels") moves both alike. Rate: each
+#             handler's packets sent per second of its own windows, one
+#             pair of figures per block of 1 s; BENCH_VHOST_PAIR_RUNS runs
+#             (default 2, the port order swapped every run) of
+#             BENCH_VHOST_PAIR_BLOCKS blocks (default 6) after one of
+#             warm-up. Its handler share is per packet sent.
 # Rate: B's Rx-pps (testpmd's 1-s statistics, median after the first). Per
 # run it reads through telemetry which handler served each pool
 # (scripts/pool-ops.sh) and, for ptr_ring, its counters at the start and the
@@ -32,10 +44,11 @@
 #   bash bench/vhost.sh [--out DIR]     (default build/bench-vhost; bench/run.sh
 #                                        passes build/bench)
 #
-# Appends e2e2 lines (app testpmd-vhost, with the handler share) to
+# Appends e2e2 lines (app testpmd-vhost, and vhost-pair with one round per
+# block, with the handler share) to
 # DIR/e2e.csv and vhost_* lines to DIR/meta.env; logs in DIR/logs/.
 # Environment: BENCH_VHOST_ROUNDS (runs per handler, default 3; handlers
-# rotated every round), BENCH_VHOST_VARIANTS (default "default burst512"),
+# rotated every round), BENCH_VHOST_VARIANTS (default "default burst512 pair"),
 # BENCH_VHOST_HANDLERS (default "ptr_ring ring_mp_mc stack"),
 # TESTPMD_SECONDS (1-s samples per run, default 3).
 set -euo pipefail
@@ -71,12 +84,19 @@ say() { printf 'bench: vhost [%3d s] %s\n' $((SECONDS - t0)) "$*"; }
 a_eal="-l 0,1 --main-lcore 0 $EAL_MEM --single-file-segments --no-pci"
 b_eal="--lcores 0@0,1@0 --main-lcore 0 $EAL_MEM --no-pci"
 common="--nb-cores=1 --total-num-mbufs=$mbufs --stats-period 1"
+pair_runs=${BENCH_VHOST_PAIR_RUNS:-2}
+pair_blocks=${BENCH_VHOST_PAIR_BLOCKS:-6}
+pair_bin=$repo/target/release/vhost_pair
 {
     echo "vhost_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B --vdev net_vhost0,iface=SOCKET,queues=1 -- -a --forward-mode=rxonly $common"
     echo "vhost_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $a_eal --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER --vdev net_virtio_user0,path=SOCKET,queue_size=$qsize,queues=1 -- -a --forward-mode=txonly $common [--burst=512]"
     echo "vhost_ring=$qsize"
     echo "vhost_mbufs=$mbufs"
     echo "vhost_rounds=$rounds"
+    echo "vhost_pair_cmd=PTR_RING_CACHE_SIZE=0 target/release/vhost_pair --handlers ptr_ring,ring_mp_mc --blocks $pair_blocks --mbufs $mbufs --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so --vdev net_virtio_user0,path=SOCKET0,queue_size=$qsize,queues=1 --vdev net_virtio_user1,path=SOCKET1,queue_size=$qsize,queues=1 (every second run: --handlers ring_mp_mc,ptr_ring)"
+    echo "vhost_pair_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B --vdev net_vhost0,iface=SOCKET0,queues=1 --vdev net_vhost1,iface=SOCKET1,queues=1 -- -a --forward-mode=rxonly $common"
+    echo "vhost_pair_runs=$pair_runs"
+    echo "vhost_pair_blocks=$pair_blocks"
 } >>"$out/meta.env"
 
 # blocks LOG: testpmd statistics blocks printed so far.
@@ -172,9 +192,117 @@ vhost_run() {
     fi
 }
 
+# pair_run RUN: one run of vhost_pair against a testpmd rxonly peer on two
+# vhost ports; prints "K A RATE_A B RATE_B" per block, then "share S" (of
+# ptr_ring's pool, per packet its port sent over the timed blocks), or fails.
+pair_run() {
+    local r=$1 order pa pb s0 s1 pid_a pid_b fifo w keep keeper ok=0 p
+    order=ptr_ring,ring_mp_mc
+    ((r % 2 == 0)) && order=ring_mp_mc,ptr_ring
+    p=0
+    [[ $order == ptr_ring,* ]] || p=1
+    pa=ptrring_vpa_$$ pb=ptrring_vpb_$$
+    s0=$(dpdk_runtime_dir ptrring_vp_$$).s0 s1=$(dpdk_runtime_dir ptrring_vp_$$).s1
+    local la=$logs/vhost-pair-$r-a.log lb=$logs/vhost-pair-$r-b.log
+    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$s0" "$s1"
+    mkdir -p "$(dirname "$s0")"
+    fifo=$(mktemp -u "$logs/vhost-pair-fifo.XXXX")
+    mkfifo "$fifo"
+    exec {w}<>"$fifo"
+    # B's stdin a pipe of its own (testpmd -a quits at EOF or a line), A's
+    # the FIFO: a line there lets it go on.
+    exec {keep}< <(exec sleep 3600)
+    keeper=$!
+    # shellcheck disable=SC2086 # lists of arguments
+    dpdk-testpmd $b_eal --file-prefix "$pb" --vdev "net_vhost0,iface=$s0,queues=1" \
+        --vdev "net_vhost1,iface=$s1,queues=1" -- -a --forward-mode=rxonly $common <&"$keep" >"$lb" 2>&1 &
+    pid_b=$!
+    for _ in $(seq 100); do [[ -S $s0 && -S $s1 ]] && break; sleep 0.1; done
+    # shellcheck disable=SC2086 # lists of arguments
+    PTR_RING_CACHE_SIZE=0 "$pair_bin" --handlers "$order" --blocks "$pair_blocks" --mbufs "$mbufs" --wait -- \
+        -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix "$pa" -d "$lib" \
+        --log-level=pmd.mempool.ptr_ring:info --vdev "net_virtio_user0,path=$s0,queue_size=$qsize,queues=1" \
+        --vdev "net_virtio_user1,path=$s1,queue_size=$qsize,queues=1" <"$fifo" >"$la" 2>&1 &
+    pid_a=$!
+    local deadline=$((SECONDS + pair_blocks + 60))
+    # _pair_await WORD: A printed "vhost_pair: WORD" (false when A ended or
+    # the deadline passed).
+    _pair_await() {
+        while ! grep -qx "vhost_pair: $1" "$la"; do
+            if ! kill -0 "$pid_a" 2>/dev/null || ((SECONDS >= deadline)); then return 1; fi
+            sleep 0.1
+        done
+    }
+    if _pair_await ready; then
+        tel_query "$pa" "/ethdev/stats,$p" "/ptr_ring/stats,vhost_pair_$p" >"$la.c0" 2>&1
+        echo >&"$w"
+        if _pair_await "done"; then
+            tel_query "$pa" "/ethdev/stats,$p" "/ptr_ring/stats,vhost_pair_$p" >"$la.c1" 2>&1
+            echo >&"$w"
+            wait "$pid_a" && ok=1
+        fi
+    fi
+    ((ok)) || stop "$pid_a"
+    stop "$pid_b"
+    exec {w}<&- {keep}<&-
+    kill "$keeper" 2>/dev/null || true
+    wait "$keeper" 2>/dev/null || true
+    rm -f "$fifo"
+    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$s0" "$s1"
+    if ((ok == 0)); then
+        echo "vhost: pair run $r: vhost_pair did not finish; see $la and $lb" >&2
+        return 1
+    fi
+    local share
+    if ! read -r share _ < <(handler_share "$la.c0" "$la.c1" opackets) || [[ $share == - ]]; then
+        echo "vhost: pair run $r: no ptr_ring counters through telemetry; see $la.c0, $la.c1" >&2
+        return 2
+    fi
+    awk '$1 == "block" { print $2, $3, $4, $5, $6 }' "$la"
+    echo "share $share"
+}
+
+# pair_variant: the pair runs, recorded one round per block (the blocks of
+# run r after those of the runs before), each handler under its own name.
+pair_variant() {
+    local r k h0 x0 h1 x1 share res rc round=0 ratios=""
+    [[ -x $pair_bin ]] || { echo "vhost: no $pair_bin (cargo build --release -p bench)" >&2; exit 1; }
+    for ((r = 1; r <= pair_runs; r++)); do
+        rc=0
+        res=$(pair_run "$r") || rc=$?
+        if ((rc != 0)); then
+            ((rc == 2)) && exit 1
+            say "pair run $r failed"
+            continue
+        fi
+        share=$(awk '$1 == "share" { print $2 }' <<<"$res")
+        while read -r k h0 x0 h1 x1; do
+            [[ $k == share ]] && continue
+            round=$((round + 1))
+            for h in "$h0" "$h1"; do
+                local x=$x0
+                [[ $h == "$h1" ]] && x=$x1
+                if [[ $h == ptr_ring ]]; then
+                    echo "e2e2,vhost-pair,burst512,$h,250,0,$round,$x,$share" >>"$out/e2e.csv"
+                else
+                    echo "e2e2,vhost-pair,burst512,$h,250,none,$round,$x,-1" >>"$out/e2e.csv"
+                fi
+            done
+            ratios+=$(awk -v a="$x0" -v b="$x1" -v h="$h0" \
+                'BEGIN { if (h != "ptr_ring") { t = a; a = b; b = t } if (b > 0) printf "%.4f ", a / b }')
+        done <<<"$res"
+        say "pair run $r/$pair_runs ($([[ $r == 1 ]] && echo ptr_ring on port 0 || echo "the ports swapped")): handler share $share"
+    done
+    [[ -n $ratios ]] && say "vhost-pair burst512: ptr_ring / ring_mp_mc per block of 1 s: $ratios(median $(median <<<"$ratios")x)"
+}
+
 declare -A rate_of ops_of
 recorded=0
-for v in ${BENCH_VHOST_VARIANTS:-default burst512}; do
+for v in ${BENCH_VHOST_VARIANTS:-default burst512 pair}; do
+    if [[ $v == pair ]]; then
+        pair_variant
+        continue
+    fi
     for ((r = 1; r <= rounds; r++)); do
         # The order rotated every round (A B C, B C A, C A B, ...).
         hs=()

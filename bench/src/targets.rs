@@ -104,7 +104,7 @@ pub fn e2e(key: &E2eKey) -> Option<Target> {
         }
         // Over vhost-user: a control where ptr_ring's handler share shows
         // DPDK's cache served it (the report drops the target there).
-        ("testpmd-vhost", _) => Some(Target { min_ratio: 1.0 }),
+        ("testpmd-vhost", _) | ("vhost-pair", _) => Some(Target { min_ratio: 1.0 }),
         _ => None,
     }
 }

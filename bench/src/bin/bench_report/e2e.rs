@@ -56,7 +56,7 @@ pub fn section(w: &mut String, d: &Data) {
     let _ = writeln!(w, "|---|---|---|---|---|---|---|---|---|---|");
     for k in data::e2e_keys(d)
         .into_iter()
-        .filter(|k| k.app != crate::vhost::APP)
+        .filter(|k| !crate::vhost::is_vhost(&k.app))
     {
         let m = &d.e2e[k];
         let side = |h: &str| {

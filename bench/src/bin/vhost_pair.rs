@@ -1,0 +1,354 @@
+//! `vhost_pair --handlers A,B [options] -- EAL ARGS`: two mbuf pools in one
+//! process, one per handler, each feeding its own port, compared within
+//! the same second.
+//!
+//! testpmd gives every pool of a process the one handler of
+//! `--mbuf-pool-ops-name`, so its rows compare handlers in runs seconds
+//! apart. Over virtio-user to a vhost peer, the host moves such runs
+//! between two levels three times apart (bench/NOTES.md, "The vhost rows'
+//! two levels"). Here port `i` (the EAL arguments' `i`-th port, a
+//! virtio-user vdev) transmits from pool `i`, made with handler `i` and
+//! DPDK's cache of `--cache` on both. The lcore switches between the
+//! two every `--window-ms`, in the order A B B A, so both handlers
+//! run in every second under the same level.
+//!
+//! Each window is txonly's loop: `rte_pktmbuf_alloc_bulk` of `--burst`
+//! mbufs (above the cache: the gets reach the handler), a 64-byte UDP
+//! frame written into each, `rte_eth_tx_burst`, and what the port did not
+//! take freed at once with `rte_pktmbuf_free_bulk`.
+//!
+//! Output: one line per block of `--block-ms`, `block K A RATE B RATE`
+//! (Mpps: packets the port took over the time of that handler's windows
+//! in the block), after `--warmup` blocks that print nothing. With
+//! `--wait`, it prints `vhost_pair: ready` before the first timed block
+//! and `vhost_pair: done` after the last, and waits for a line on stdin
+//! after each: a driver reads the handlers' counters through telemetry
+//! at both points (`bench/vhost.sh`, variant `pair`).
+
+use std::ffi::{CStr, CString};
+use std::io::{BufRead, Write};
+use std::os::raw::{c_char, c_int};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use dpdk_sys as sys;
+
+const HELP: &str = "usage: vhost_pair --handlers A,B [--burst 512] [--window-ms 100] \
+[--block-ms 1000] [--blocks 10] [--warmup 1] [--mbufs 16384] [--cache 250] [--wait] -- EAL ARGS
+(the EAL arguments give two ports, one per handler, in the same order)";
+
+/// A 64-byte frame: Ethernet (locally administered addresses), IPv4 and
+/// UDP headers, zero payload.
+const FRAME: [u8; 64] = {
+    let mut f = [0u8; 64];
+    let head: [u8; 42] = [
+        0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00, // Ethernet
+        0x45, 0, 0, 50, 0, 0, 0, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2, // IPv4
+        0x04, 0x00, 0x04, 0x01, 0, 30, 0, 0, // UDP
+    ];
+    let mut i = 0;
+    while i < head.len() {
+        f[i] = head[i];
+        i += 1;
+    }
+    f
+};
+
+struct Opts {
+    handlers: [String; 2],
+    burst: usize,
+    window: Duration,
+    block: Duration,
+    blocks: usize,
+    warmup: usize,
+    mbufs: u32,
+    cache: u32,
+    wait: bool,
+    eal: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        handlers: [String::new(), String::new()],
+        burst: 512,
+        window: Duration::from_millis(100),
+        block: Duration::from_millis(1000),
+        blocks: 10,
+        warmup: 1,
+        mbufs: 16384,
+        cache: 250,
+        wait: false,
+        eal: Vec::new(),
+    };
+    let mut it = args.iter();
+    // The next argument as a number of at least `min`.
+    let num = |v: Option<&String>, what: &str, min: u32| -> Result<u32, String> {
+        v.and_then(|s| s.parse().ok())
+            .filter(|&n| n >= min)
+            .ok_or_else(|| format!("{what}: a number, at least {min}"))
+    };
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--handlers" => {
+                let v = it.next().ok_or("--handlers: A,B")?;
+                match v.split(',').collect::<Vec<_>>()[..] {
+                    // The same handler twice is allowed: a control of the
+                    // two ports against each other.
+                    [a, b] if !a.is_empty() && !b.is_empty() => {
+                        o.handlers = [a.to_string(), b.to_string()]
+                    }
+                    _ => return Err(format!("--handlers {v}: two handlers, A,B")),
+                }
+            }
+            "--burst" => o.burst = num(it.next(), "--burst", 1)? as usize,
+            "--window-ms" => {
+                o.window = Duration::from_millis(num(it.next(), "--window-ms", 1)?.into())
+            }
+            "--block-ms" => {
+                o.block = Duration::from_millis(num(it.next(), "--block-ms", 1)?.into())
+            }
+            "--blocks" => o.blocks = num(it.next(), "--blocks", 1)? as usize,
+            "--warmup" => o.warmup = num(it.next(), "--warmup", 0)? as usize,
+            "--mbufs" => o.mbufs = num(it.next(), "--mbufs", 1)?,
+            "--cache" => o.cache = num(it.next(), "--cache", 0)?,
+            "--wait" => o.wait = true,
+            "--" => {
+                o.eal = it.cloned().collect();
+                break;
+            }
+            "-h" | "--help" => return Err(String::new()),
+            _ => return Err(format!("unknown argument {a}")),
+        }
+    }
+    if o.handlers[0].is_empty() {
+        return Err("--handlers A,B is required".into());
+    }
+    if o.block < o.window * 2 {
+        return Err("--block-ms must hold at least two windows".into());
+    }
+    if o.burst > u16::MAX as usize {
+        return Err("--burst: at most 65535".into());
+    }
+    Ok(o)
+}
+
+fn eal_init(args: &[String]) -> Result<(), String> {
+    let owned: Vec<CString> = std::iter::once("vhost_pair".to_string())
+        .chain(args.iter().cloned())
+        .map(|a| CString::new(a).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let mut ptrs: Vec<*mut c_char> = owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
+    // SAFETY: argc/argv are valid for the call; the strings are leaked
+    // because EAL may keep pointers into argv.
+    let r = unsafe { sys::rte_eal_init(ptrs.len() as c_int, ptrs.as_mut_ptr()) };
+    std::mem::forget(owned);
+    if r < 0 {
+        return Err(format!("rte_eal_init failed: {}", strerror(sys::errno())));
+    }
+    Ok(())
+}
+
+fn strerror(e: c_int) -> String {
+    // SAFETY: rte_strerror returns a static string.
+    unsafe { CStr::from_ptr(sys::rte_strerror(e.abs())) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn check(r: c_int, what: &str) -> Result<(), String> {
+    if r < 0 {
+        Err(format!("{what}: {}", strerror(r)))
+    } else {
+        Ok(())
+    }
+}
+
+/// Pool `i` (`vhost_pair_i`) with `handler`, and port `i` started with it.
+fn setup(i: u16, handler: &str, o: &Opts) -> Result<*mut sys::rte_mempool, String> {
+    let name = CString::new(format!("vhost_pair_{i}")).expect("no NUL");
+    let ops = CString::new(handler).map_err(|e| e.to_string())?;
+    // SAFETY: EAL is initialised; the strings outlive the call.
+    let mp = unsafe {
+        sys::rte_pktmbuf_pool_create_by_ops(
+            name.as_ptr(),
+            o.mbufs,
+            o.cache,
+            0,
+            sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+            sys::rte_socket_id() as c_int,
+            ops.as_ptr(),
+        )
+    };
+    if mp.is_null() {
+        return Err(format!(
+            "pool {} with handler {handler}: {}",
+            name.to_string_lossy(),
+            strerror(sys::errno())
+        ));
+    }
+    // SAFETY: all-zero is a valid default rte_eth_conf; port `i` exists
+    // (checked by the caller); the pool is live.
+    unsafe {
+        let conf: sys::rte_eth_conf = core::mem::zeroed();
+        let socket = sys::rte_eth_dev_socket_id(i).max(0) as u32;
+        check(
+            sys::rte_eth_dev_configure(i, 1, 1, &conf),
+            "rte_eth_dev_configure",
+        )?;
+        check(
+            sys::rte_eth_rx_queue_setup(i, 0, 0, socket, core::ptr::null(), mp),
+            "rte_eth_rx_queue_setup",
+        )?;
+        check(
+            sys::rte_eth_tx_queue_setup(i, 0, 0, socket, core::ptr::null()),
+            "rte_eth_tx_queue_setup",
+        )?;
+        check(sys::rte_eth_dev_start(i), "rte_eth_dev_start")?;
+    }
+    Ok(mp)
+}
+
+/// txonly's loop on port `port` from `mp` for `span`: the packets the port
+/// took and the time it ran.
+fn window(port: u16, mp: *mut sys::rte_mempool, burst: usize, span: Duration) -> (u64, Duration) {
+    let mut bufs = vec![core::ptr::null_mut::<sys::rte_mbuf>(); burst];
+    let mut sent_total = 0u64;
+    let t0 = Instant::now();
+    loop {
+        // SAFETY: `mp` is a live mbuf pool; `bufs` has room for `burst`.
+        if unsafe { sys::rte_pktmbuf_alloc_bulk(mp, bufs.as_mut_ptr(), burst as u32) } == 0 {
+            for &m in &bufs {
+                // SAFETY: a fresh mbuf of the pool, reset by the alloc,
+                // with 2 KiB of data room: 64 bytes fit.
+                unsafe {
+                    let p = sys::rte_pktmbuf_append(m, FRAME.len() as u16);
+                    core::ptr::copy_nonoverlapping(FRAME.as_ptr(), p.cast::<u8>(), FRAME.len());
+                }
+            }
+            // SAFETY: port `port` is started with one TX queue; the mbufs
+            // are ours until the port takes them.
+            let sent = usize::from(unsafe {
+                sys::rte_eth_tx_burst(port, 0, bufs.as_mut_ptr(), burst as u16)
+            });
+            if sent < burst {
+                // SAFETY: the mbufs past `sent` are still ours.
+                unsafe {
+                    sys::rte_pktmbuf_free_bulk(bufs.as_mut_ptr().add(sent), (burst - sent) as u32)
+                };
+            }
+            sent_total += sent as u64;
+        }
+        let t = t0.elapsed();
+        if t >= span {
+            return (sent_total, t);
+        }
+    }
+}
+
+/// One block: windows in the order A B B A (repeated), each handler's
+/// rate over its own windows, Mpps.
+fn block(pools: &[*mut sys::rte_mempool; 2], o: &Opts) -> [f64; 2] {
+    let mut pkts = [0u64; 2];
+    let mut time = [Duration::ZERO; 2];
+    let windows = (o.block.as_nanos() / o.window.as_nanos()).max(2) as usize;
+    for w in 0..windows {
+        let i = [0, 1, 1, 0][w % 4];
+        let (p, t) = window(i as u16, pools[i], o.burst, o.window);
+        pkts[i] += p;
+        time[i] += t;
+    }
+    [0, 1].map(|i| pkts[i] as f64 / time[i].as_secs_f64() / 1e6)
+}
+
+fn pause(what: &str) {
+    println!("vhost_pair: {what}");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+}
+
+fn run(o: &Opts) -> Result<(), String> {
+    eal_init(&o.eal)?;
+    // SAFETY: plain query after EAL init.
+    let ports = unsafe { sys::rte_eth_dev_count_avail() };
+    if ports != 2 {
+        return Err(format!(
+            "two ports needed (one per handler), the EAL arguments give {ports}"
+        ));
+    }
+    let pools = [setup(0, &o.handlers[0], o)?, setup(1, &o.handlers[1], o)?];
+    println!(
+        "vhost_pair: port 0 {} / port 1 {}, {} mbufs each, DPDK cache {}, burst {}, windows of {} ms, A B B A",
+        o.handlers[0],
+        o.handlers[1],
+        o.mbufs,
+        o.cache,
+        o.burst,
+        o.window.as_millis()
+    );
+    for _ in 0..o.warmup {
+        block(&pools, o);
+    }
+    if o.wait {
+        pause("ready");
+    }
+    for k in 1..=o.blocks {
+        let r = block(&pools, o);
+        println!(
+            "block {k} {} {:.3} {} {:.3}",
+            o.handlers[0], r[0], o.handlers[1], r[1]
+        );
+        let _ = std::io::stdout().flush();
+    }
+    if o.wait {
+        pause("done");
+    }
+    // Every mbuf back before the pools go: the ports' rings give theirs
+    // back when closed, this lcore's DPDK caches when flushed.
+    let mut lost = Vec::new();
+    // SAFETY: the ports and pools made above, no mbuf held here; the
+    // default cache is this lcore's own.
+    unsafe {
+        for i in 0..2u16 {
+            sys::rte_eth_dev_stop(i);
+            sys::rte_eth_dev_close(i);
+        }
+        for (mp, h) in pools.iter().zip(&o.handlers) {
+            let cache = sys::rte_mempool_default_cache(*mp, sys::lcore_id());
+            if !cache.is_null() {
+                sys::rte_mempool_cache_flush(cache, *mp);
+            }
+            let out = sys::rte_mempool_in_use_count(*mp);
+            if out != 0 {
+                lost.push(format!("{out} mbufs of the {h} pool"));
+            }
+            sys::rte_mempool_free(*mp);
+        }
+        sys::rte_eal_cleanup();
+    }
+    if !lost.is_empty() {
+        return Err(format!("not returned at the end: {}", lost.join(", ")));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("vhost_pair: {e}");
+            }
+            eprintln!("{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&o) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vhost_pair: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
