@@ -30,7 +30,7 @@
 #             "The vhost rows' two levels") moves both alike. Rate: each
 #             handler's packets sent per second of its own windows, one
 #             pair of figures per block of 1 s; BENCH_VHOST_PAIR_RUNS runs
-#             (default 2, the port order swapped every run) of
+#             (default 4, the port order swapped every run) of
 #             BENCH_VHOST_PAIR_BLOCKS blocks (default 6) after one of
 #             warm-up. Its handler share is per packet sent.
 # Rate: B's Rx-pps (testpmd's 1-s statistics, median after the first). Per
@@ -84,7 +84,7 @@ say() { printf 'bench: vhost [%3d s] %s\n' $((SECONDS - t0)) "$*"; }
 a_eal="-l 0,1 --main-lcore 0 $EAL_MEM --single-file-segments --no-pci"
 b_eal="--lcores 0@0,1@0 --main-lcore 0 $EAL_MEM --no-pci"
 common="--nb-cores=1 --total-num-mbufs=$mbufs --stats-period 1"
-pair_runs=${BENCH_VHOST_PAIR_RUNS:-2}
+pair_runs=${BENCH_VHOST_PAIR_RUNS:-4}
 pair_blocks=${BENCH_VHOST_PAIR_BLOCKS:-6}
 pair_bin=$repo/target/release/vhost_pair
 {
@@ -291,7 +291,7 @@ pair_variant() {
             ratios+=$(awk -v a="$x0" -v b="$x1" -v h="$h0" \
                 'BEGIN { if (h != "ptr_ring") { t = a; a = b; b = t } if (b > 0) printf "%.4f ", a / b }')
         done <<<"$res"
-        say "pair run $r/$pair_runs ($([[ $r == 1 ]] && echo ptr_ring on port 0 || echo "the ports swapped")): handler share $share"
+        say "pair run $r/$pair_runs (ptr_ring on port $(((r + 1) % 2))): handler share $share"
     done
     [[ -n $ratios ]] && say "vhost-pair burst512: ptr_ring / ring_mp_mc per block of 1 s: $ratios(median $(median <<<"$ratios")x)"
 }
