@@ -265,7 +265,7 @@ pair_run() {
 # pair_variant: the pair runs, recorded one round per block (the blocks of
 # run r after those of the runs before), each handler under its own name.
 pair_variant() {
-    local r k h0 x0 h1 x1 share res rc round=0 ratios=""
+    local r k h0 x0 h1 x1 hx h x hc sh share res rc round=0 ratios=""
     [[ -x $pair_bin ]] || { echo "vhost: no $pair_bin (cargo build --release -p bench)" >&2; exit 1; }
     for ((r = 1; r <= pair_runs; r++)); do
         rc=0
@@ -279,14 +279,12 @@ pair_variant() {
         while read -r k h0 x0 h1 x1; do
             [[ $k == share ]] && continue
             round=$((round + 1))
-            for h in "$h0" "$h1"; do
-                local x=$x0
-                [[ $h == "$h1" ]] && x=$x1
-                if [[ $h == ptr_ring ]]; then
-                    echo "e2e2,vhost-pair,burst512,$h,250,0,$round,$x,$share" >>"$out/e2e.csv"
-                else
-                    echo "e2e2,vhost-pair,burst512,$h,250,none,$round,$x,-1" >>"$out/e2e.csv"
-                fi
+            # ptr_ring with its cache off and its share, the other handler
+            # with no cache of its own and no share.
+            for hx in "$h0 $x0" "$h1 $x1"; do
+                read -r h x <<<"$hx"
+                [[ $h == ptr_ring ]] && hc=0 sh=$share || hc=none sh=-1
+                echo "e2e2,vhost-pair,burst512,$h,250,$hc,$round,$x,$sh" >>"$out/e2e.csv"
             done
             ratios+=$(awk -v a="$x0" -v b="$x1" -v h="$h0" \
                 'BEGIN { if (h != "ptr_ring") { t = a; a = b; b = t } if (b > 0) printf "%.4f ", a / b }')
