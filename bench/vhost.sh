@@ -22,17 +22,19 @@
 #             the gets go to the handler, and the mbufs the ring did not
 #             take are put back at once.
 #   pair      not testpmd: A is `vhost_pair` (bench/src/bin/vhost_pair.rs),
-#             txonly's loop with bursts of 512 over two virtio-user ports,
-#             port i from a pool of its own with handler i (ptr_ring and
-#             ring_mp_mc), the lcore switching between the two every 100 ms
-#             (A B B A); B is testpmd rxonly on the two vhost ports. Both
-#             handlers run in every second, so a level of the host (NOTES:
-#             "The vhost rows' two levels") moves both alike. Rate: each
-#             handler's packets sent per second of its own windows, one
-#             pair of figures per block of 1 s; BENCH_VHOST_PAIR_RUNS runs
-#             (default 4, the port order swapped every run) of
-#             BENCH_VHOST_PAIR_BLOCKS blocks (default 6) after one of
-#             warm-up. Its handler share is per packet sent.
+#             txonly's loop with bursts of 512 over one virtio-user port per
+#             handler of BENCH_VHOST_PAIR_HANDLERS (default "ptr_ring
+#             ring_mp_mc stack"), port i from a pool of its own with handler
+#             i, the lcore switching between them every 100 ms (A B C C B A);
+#             B is testpmd rxonly on as many vhost ports. Every handler runs
+#             in every second, so a level of the host (NOTES: "The vhost
+#             rows' two levels") moves all alike. Rate: each handler's
+#             packets sent per second of its own windows, one figure per
+#             handler per block of 1 s; BENCH_VHOST_PAIR_RUNS runs (default
+#             twice the handlers, the list rotated every run so that each
+#             port serves each handler as often) of BENCH_VHOST_PAIR_BLOCKS
+#             blocks (default 6) after one of warm-up. Its handler share is
+#             per packet sent.
 # Rate: B's Rx-pps (testpmd's 1-s statistics, median after the first). Per
 # run it reads through telemetry which handler served each pool
 # (scripts/pool-ops.sh) and, for ptr_ring, its counters at the start and the
@@ -84,17 +86,33 @@ say() { printf 'bench: vhost [%3d s] %s\n' $((SECONDS - t0)) "$*"; }
 a_eal="-l 0,1 --main-lcore 0 $EAL_MEM --single-file-segments --no-pci"
 b_eal="--lcores 0@0,1@0 --main-lcore 0 $EAL_MEM --no-pci"
 common="--nb-cores=1 --total-num-mbufs=$mbufs --stats-period 1"
-pair_runs=${BENCH_VHOST_PAIR_RUNS:-4}
+read -r -a pair_handlers <<<"${BENCH_VHOST_PAIR_HANDLERS:-ptr_ring ring_mp_mc stack}"
+[[ " ${pair_handlers[*]} " == *" ptr_ring "* && " ${pair_handlers[*]} " == *" ring_mp_mc "* && ${#pair_handlers[@]} -le 4 ]] ||
+    { echo "vhost: BENCH_VHOST_PAIR_HANDLERS: ptr_ring, ring_mp_mc and up to two more" >&2; exit 2; }
+pair_runs=${BENCH_VHOST_PAIR_RUNS:-$((2 * ${#pair_handlers[@]}))}
 pair_blocks=${BENCH_VHOST_PAIR_BLOCKS:-6}
 pair_bin=$repo/target/release/vhost_pair
+# pair_vdevs KIND: the vdev arguments of the pair's ports in meta.env's
+# commands (KIND a: A's virtio-user ports, b: B's vhost ports).
+pair_vdevs() {
+    local i
+    for ((i = 0; i < ${#pair_handlers[@]}; i++)); do
+        if [[ $1 == a ]]; then
+            printf ' --vdev net_virtio_user%d,path=SOCKET%d,queue_size=%d,queues=1' "$i" "$i" "$qsize"
+        else
+            printf ' --vdev net_vhost%d,iface=SOCKET%d,queues=1' "$i" "$i"
+        fi
+    done
+}
 {
     echo "vhost_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B --vdev net_vhost0,iface=SOCKET,queues=1 -- -a --forward-mode=rxonly $common"
     echo "vhost_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $a_eal --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER --vdev net_virtio_user0,path=SOCKET,queue_size=$qsize,queues=1 -- -a --forward-mode=txonly $common [--burst=512]"
     echo "vhost_ring=$qsize"
     echo "vhost_mbufs=$mbufs"
     echo "vhost_rounds=$rounds"
-    echo "vhost_pair_cmd=PTR_RING_CACHE_SIZE=0 target/release/vhost_pair --handlers ptr_ring,ring_mp_mc --blocks $pair_blocks --mbufs $mbufs --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so --vdev net_virtio_user0,path=SOCKET0,queue_size=$qsize,queues=1 --vdev net_virtio_user1,path=SOCKET1,queue_size=$qsize,queues=1 (every second run: --handlers ring_mp_mc,ptr_ring)"
-    echo "vhost_pair_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B --vdev net_vhost0,iface=SOCKET0,queues=1 --vdev net_vhost1,iface=SOCKET1,queues=1 -- -a --forward-mode=rxonly $common"
+    echo "vhost_pair_cmd=PTR_RING_CACHE_SIZE=0 target/release/vhost_pair --handlers $(IFS=,; echo "${pair_handlers[*]}") --blocks $pair_blocks --mbufs $mbufs --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so$(pair_vdevs a) (run r: the list rotated by r - 1)"
+    echo "vhost_pair_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B$(pair_vdevs b) -- -a --forward-mode=rxonly $common"
+    echo "vhost_pair_handlers=${pair_handlers[*]}"
     echo "vhost_pair_runs=$pair_runs"
     echo "vhost_pair_blocks=$pair_blocks"
 } >>"$out/meta.env"
@@ -109,10 +127,41 @@ stop() {
     kill -KILL "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true
 }
+# peer_start PREFIX LOG SOCKET...: B, testpmd rxonly on one vhost port per
+# SOCKET, with a pipe held open as its stdin (testpmd -a quits when stdin
+# reaches EOF; A may read it too: peer_keep); waits for the sockets.
+# Sets peer_pid, peer_keep and peer_keeper, for peer_stop.
+peer_start() {
+    local pb=$1 lb=$2 vdevs=() i=0 s
+    shift 2
+    for s; do
+        vdevs+=(--vdev "net_vhost$i,iface=$s,queues=1")
+        i=$((i + 1))
+    done
+    exec {peer_keep}< <(exec sleep 3600)
+    peer_keeper=$!
+    # shellcheck disable=SC2086 # lists of arguments
+    dpdk-testpmd $b_eal --file-prefix "$pb" "${vdevs[@]}" -- -a --forward-mode=rxonly $common \
+        <&"$peer_keep" >"$lb" 2>&1 &
+    peer_pid=$!
+    local missing
+    for _ in $(seq 100); do
+        missing=0
+        for s; do [[ -S $s ]] || missing=1; done
+        ((missing)) || break
+        sleep 0.1
+    done
+}
+peer_stop() {
+    stop "$peer_pid"
+    exec {peer_keep}<&-
+    kill "$peer_keeper" 2>/dev/null || true
+    wait "$peer_keeper" 2>/dev/null || true
+}
 # vhost_run HANDLER VARIANT ROUND: one run; prints "rate share inflight"
 # (share and inflight "-" for other handlers) or fails.
 vhost_run() {
-    local h=$1 v=$2 r=$3 extra=() tag=$app-$2-$1-$3 pa pb sock pid_a pid_b keep keeper n0 n1 ok=0
+    local h=$1 v=$2 r=$3 extra=() tag=$app-$2-$1-$3 pa pb sock pid_a n0 n1 ok=0
     case $v in
     default) ;;
     txfreet=512) extra=(--txfreet=512) ;;
@@ -124,21 +173,14 @@ vhost_run() {
     local la=$logs/$tag-a.log lb=$logs/$tag-b.log
     rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$sock"
     mkdir -p "$(dirname "$sock")"
-    # testpmd -a quits when stdin reaches EOF: hold a pipe open.
-    exec {keep}< <(exec sleep 3600)
-    keeper=$!
-    # shellcheck disable=SC2086 # lists of arguments
-    dpdk-testpmd $b_eal --file-prefix "$pb" --vdev "net_vhost0,iface=$sock,queues=1" -- \
-        -a --forward-mode=rxonly $common <&"$keep" >"$lb" 2>&1 &
-    pid_b=$!
-    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+    peer_start "$pb" "$lb" "$sock"
     # shellcheck disable=SC2086 # lists of arguments
     PTR_RING_CACHE_SIZE=0 dpdk-testpmd $a_eal --file-prefix "$pa" -d "$lib" --mbuf-pool-ops-name "$h" \
         --log-level=pmd.mempool.ptr_ring:info --vdev "net_virtio_user0,path=$sock,queue_size=$qsize,queues=1" -- \
-        -a --forward-mode=txonly $common "${extra[@]}" <&"$keep" >"$la" 2>&1 &
+        -a --forward-mode=txonly $common "${extra[@]}" <&"$peer_keep" >"$la" 2>&1 &
     pid_a=$!
     local ops_a ops_b q_b
-    pool_ops_query "$pb" mb_pool_0 "$lb.tel" "$pid_b" >"$lb.ops" &
+    pool_ops_query "$pb" mb_pool_0 "$lb.tel" "$peer_pid" >"$lb.ops" &
     q_b=$!
     ops_a=$(pool_ops_query "$pa" mb_pool_0 "$la.tel" "$pid_a")
     wait "$q_b" || true
@@ -153,10 +195,7 @@ vhost_run() {
     kill -0 "$pid_a" 2>/dev/null && tel_query "$pa" /ethdev/stats,0 /ptr_ring/stats,mb_pool_0 >"$la.c1" 2>&1 && ok=1
     n1=$(blocks "$lb")
     stop "$pid_a"
-    stop "$pid_b"
-    exec {keep}<&-
-    kill "$keeper" 2>/dev/null || true
-    wait "$keeper" 2>/dev/null || true
+    peer_stop
     rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$sock"
     if ((ok == 0 || n1 < n0 + secs)); then
         echo "vhost: $tag: A stopped early or too few statistics blocks; see $la and $lb" >&2
@@ -192,43 +231,39 @@ vhost_run() {
     fi
 }
 
-# pair_run RUN: one run of vhost_pair against a testpmd rxonly peer on two
-# vhost ports; prints "K A RATE_A B RATE_B" per block, then "share S" (of
-# ptr_ring's pool, per packet its port sent over the timed blocks), or fails.
+# pair_run RUN: one run of vhost_pair against a testpmd rxonly peer, one
+# port per handler, the list rotated by RUN - 1; prints "K H RATE H RATE
+# ..." per block, then "share S P" (of ptr_ring's pool, per packet its
+# port P sent over the timed blocks), or fails.
 pair_run() {
-    local r=$1 order pa pb s0 s1 pid_a pid_b fifo w keep keeper ok=0 p
-    order=ptr_ring,ring_mp_mc
-    ((r % 2 == 0)) && order=ring_mp_mc,ptr_ring
-    p=0
-    [[ $order == ptr_ring,* ]] || p=1
+    local r=$1 n=${#pair_handlers[@]} order=() socks=() vdevs=() pa pb pid_a fifo w ok=0 p i
+    for ((i = 0; i < n; i++)); do
+        order+=("${pair_handlers[(i + r - 1) % n]}")
+        [[ ${order[i]} == ptr_ring ]] && p=$i
+    done
     pa=ptrring_vpa_$$ pb=ptrring_vpb_$$
-    s0=$(dpdk_runtime_dir ptrring_vp_$$).s0 s1=$(dpdk_runtime_dir ptrring_vp_$$).s1
+    for ((i = 0; i < n; i++)); do
+        socks+=("$(dpdk_runtime_dir ptrring_vp_$$).s$i")
+        vdevs+=(--vdev "net_virtio_user$i,path=${socks[i]},queue_size=$qsize,queues=1")
+    done
     local la=$logs/vhost-pair-$r-a.log lb=$logs/vhost-pair-$r-b.log
-    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$s0" "$s1"
-    mkdir -p "$(dirname "$s0")"
+    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "${socks[@]}"
+    mkdir -p "$(dirname "${socks[0]}")"
+    # A's stdin is a FIFO: a line there lets it go on.
     fifo=$(mktemp -u "$logs/vhost-pair-fifo.XXXX")
     mkfifo "$fifo"
     exec {w}<>"$fifo"
-    # B's stdin a pipe of its own (testpmd -a quits at EOF or a line), A's
-    # the FIFO: a line there lets it go on.
-    exec {keep}< <(exec sleep 3600)
-    keeper=$!
+    peer_start "$pb" "$lb" "${socks[@]}"
     # shellcheck disable=SC2086 # lists of arguments
-    dpdk-testpmd $b_eal --file-prefix "$pb" --vdev "net_vhost0,iface=$s0,queues=1" \
-        --vdev "net_vhost1,iface=$s1,queues=1" -- -a --forward-mode=rxonly $common <&"$keep" >"$lb" 2>&1 &
-    pid_b=$!
-    for _ in $(seq 100); do [[ -S $s0 && -S $s1 ]] && break; sleep 0.1; done
-    # shellcheck disable=SC2086 # lists of arguments
-    PTR_RING_CACHE_SIZE=0 "$pair_bin" --handlers "$order" --blocks "$pair_blocks" --mbufs "$mbufs" --wait -- \
-        -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix "$pa" -d "$lib" \
-        --log-level=pmd.mempool.ptr_ring:info --vdev "net_virtio_user0,path=$s0,queue_size=$qsize,queues=1" \
-        --vdev "net_virtio_user1,path=$s1,queue_size=$qsize,queues=1" <"$fifo" >"$la" 2>&1 &
+    PTR_RING_CACHE_SIZE=0 "$pair_bin" --handlers "$(IFS=,; echo "${order[*]}")" --blocks "$pair_blocks" \
+        --mbufs "$mbufs" --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix "$pa" -d "$lib" \
+        --log-level=pmd.mempool.ptr_ring:info "${vdevs[@]}" <"$fifo" >"$la" 2>&1 &
     pid_a=$!
-    local deadline=$((SECONDS + pair_blocks + 60))
+    local deadline=$((SECONDS + pair_blocks * n / 2 + 60))
     # _pair_await WORD: A printed "vhost_pair: WORD" (false when A ended or
     # the deadline passed).
     _pair_await() {
-        while ! grep -qx "vhost_pair: $1" "$la"; do
+        while ! grep -qsx "vhost_pair: $1" "$la"; do
             if ! kill -0 "$pid_a" 2>/dev/null || ((SECONDS >= deadline)); then return 1; fi
             sleep 0.1
         done
@@ -243,12 +278,10 @@ pair_run() {
         fi
     fi
     ((ok)) || stop "$pid_a"
-    stop "$pid_b"
-    exec {w}<&- {keep}<&-
-    kill "$keeper" 2>/dev/null || true
-    wait "$keeper" 2>/dev/null || true
+    peer_stop
+    exec {w}<&-
     rm -f "$fifo"
-    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$s0" "$s1"
+    rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "${socks[@]}"
     if ((ok == 0)); then
         echo "vhost: pair run $r: vhost_pair did not finish; see $la and $lb" >&2
         return 1
@@ -258,14 +291,14 @@ pair_run() {
         echo "vhost: pair run $r: no ptr_ring counters through telemetry; see $la.c0, $la.c1" >&2
         return 2
     fi
-    awk '$1 == "block" { print $2, $3, $4, $5, $6 }' "$la"
-    echo "share $share"
+    awk '$1 == "block" { $1 = ""; print substr($0, 2) }' "$la"
+    echo "share $share $p"
 }
 
 # pair_variant: the pair runs, recorded one round per block (the blocks of
 # run r after those of the runs before), each handler under its own name.
 pair_variant() {
-    local r k h0 x0 h1 x1 hx h x hc sh share res rc round=0 ratios=""
+    local r k f i h x hc sh share port res rc round=0 ratios="" ours base
     [[ -x $pair_bin ]] || { echo "vhost: no $pair_bin (cargo build --release -p bench)" >&2; exit 1; }
     for ((r = 1; r <= pair_runs; r++)); do
         rc=0
@@ -275,21 +308,22 @@ pair_variant() {
             say "pair run $r failed"
             continue
         fi
-        share=$(awk '$1 == "share" { print $2 }' <<<"$res")
-        while read -r k h0 x0 h1 x1; do
+        read -r share port < <(awk '$1 == "share" { print $2, $3 }' <<<"$res")
+        while read -r k f; do
             [[ $k == share ]] && continue
             round=$((round + 1))
-            # ptr_ring with its cache off and its share, the other handler
-            # with no cache of its own and no share.
-            for hx in "$h0 $x0" "$h1 $x1"; do
-                read -r h x <<<"$hx"
-                [[ $h == ptr_ring ]] && hc=0 sh=$share || hc=none sh=-1
+            read -r -a f <<<"$f"
+            for ((i = 0; i + 1 < ${#f[@]}; i += 2)); do
+                h=${f[i]} x=${f[i + 1]}
+                # ptr_ring with its cache off and its share, the others
+                # with no cache of their own and no share.
+                [[ $h == ptr_ring ]] && hc=0 sh=$share ours=$x || hc=none sh=-1
+                [[ $h == ring_mp_mc ]] && base=$x
                 echo "e2e2,vhost-pair,burst512,$h,250,$hc,$round,$x,$sh" >>"$out/e2e.csv"
             done
-            ratios+=$(awk -v a="$x0" -v b="$x1" -v h="$h0" \
-                'BEGIN { if (h != "ptr_ring") { t = a; a = b; b = t } if (b > 0) printf "%.4f ", a / b }')
+            ratios+=$(awk -v a="$ours" -v b="$base" 'BEGIN { if (b > 0) printf "%.4f ", a / b }')
         done <<<"$res"
-        say "pair run $r/$pair_runs (ptr_ring on port $(((r + 1) % 2))): handler share $share"
+        say "pair run $r/$pair_runs (ptr_ring on port $port): handler share $share"
     done
     [[ -n $ratios ]] && say "vhost-pair burst512: ptr_ring / ring_mp_mc per block of 1 s: $ratios(median $(median <<<"$ratios")x)"
 }

@@ -13,10 +13,10 @@
 #   3. memif_zc       the same with zero-copy=yes on the client: the server
 #                     reads the client's mbufs in place
 #   4. vhost_pair     bench/vhost.sh's pair variant, one run of 2 blocks:
-#                     vhost_pair sends from a ptr_ring pool and a ring_mp_mc
-#                     pool, DPDK's cache of 250 on both, bursts of 512, over
-#                     two virtio-user ports to a testpmd rxonly peer. Needs a
-#                     rate from each pool in each block, ptr_ring's handler
+#                     vhost_pair sends from a ptr_ring, a ring_mp_mc and a
+#                     stack pool, DPDK's cache of 250 on each, bursts of 512,
+#                     over three virtio-user ports to a testpmd rxonly peer.
+#                     Needs a rate from each pool in each block, ptr_ring's handler
 #                     share at least 1 (a burst of 512 is above the cache,
 #                     so each of its gets reaches the handler), and every
 #                     object back at the free of the ptr_ring pool (the
@@ -274,17 +274,17 @@ run_pair memif_zc \
 
 # The fourth check: bench/vhost.sh's pair variant (see the top).
 check_vhost_pair() {
-    local name=vhost_pair out=$dir/pair t0=$SECONDS lines share
+    local name=vhost_pair out=$dir/pair t0=$SECONDS lines share hs=(ptr_ring ring_mp_mc stack)
     rm -rf "$out"
     if ! BENCH_VHOST_VARIANTS=pair BENCH_VHOST_PAIR_RUNS=1 BENCH_VHOST_PAIR_BLOCKS=2 \
-        bash bench/vhost.sh --out "$out" >"$dir/pair.log" 2>&1; then
+        BENCH_VHOST_PAIR_HANDLERS="${hs[*]}" bash bench/vhost.sh --out "$out" >"$dir/pair.log" 2>&1; then
         fail "$name" "bench/vhost.sh failed" "$dir/pair.log" "$out/logs/vhost-pair-1-a.log"
         return
     fi
     lines=$(grep -c '^e2e2,vhost-pair,burst512,' "$out/e2e.csv" || true)
     share=$(awk -F, '$2 == "vhost-pair" && $4 == "ptr_ring" { print $9; exit }' "$out/e2e.csv")
-    if [[ $lines != 4 ]] || awk -F, '$2 == "vhost-pair" && !($8 > 0) { bad = 1 } END { exit !bad }' "$out/e2e.csv"; then
-        fail "$name" "want 2 blocks x 2 handlers with a rate each, got $lines records" "$out/e2e.csv" "$dir/pair.log"
+    if [[ $lines != $((2 * ${#hs[@]})) ]] || awk -F, '$2 == "vhost-pair" && !($8 > 0) { bad = 1 } END { exit !bad }' "$out/e2e.csv"; then
+        fail "$name" "want 2 blocks x ${#hs[@]} handlers with a rate each, got $lines records" "$out/e2e.csv" "$dir/pair.log"
     elif ! awk -v s="$share" 'BEGIN { exit !(s >= 1.0) }'; then
         fail "$name" "ptr_ring's handler share ${share:-none}, want at least 1 (bursts above the cache)" "$out/e2e.csv"
     elif ! grep -q "pool vhost_pair_0 freed: every object returned" "$out/logs/vhost-pair-1-a.log"; then

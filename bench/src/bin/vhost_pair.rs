@@ -1,6 +1,6 @@
-//! `vhost_pair --handlers A,B [options] -- EAL ARGS`: two mbuf pools in one
-//! process, one per handler, each feeding its own port, compared within
-//! the same second.
+//! `vhost_pair --handlers A,B[,C,D] [options] -- EAL ARGS`: two to four
+//! mbuf pools in one process, one per handler, each feeding its own port,
+//! compared within the same second.
 //!
 //! testpmd gives every pool of a process the one handler of
 //! `--mbuf-pool-ops-name`, so its rows compare handlers in runs seconds
@@ -8,16 +8,16 @@
 //! between two levels three times apart (bench/NOTES.md, "The vhost rows'
 //! two levels"). Here port `i` (the EAL arguments' `i`-th port, a
 //! virtio-user vdev) transmits from pool `i`, made with handler `i` and
-//! DPDK's cache of `--cache` on both. The lcore switches between the
-//! two every `--window-ms`, in the order A B B A, so both handlers
-//! run in every second under the same level.
+//! DPDK's cache of `--cache` on each. The lcore switches between them
+//! every `--window-ms`, in the order A B B A (A B C C B A with three), so
+//! every handler runs in every second under the same level.
 //!
 //! Each window is txonly's loop: `rte_pktmbuf_alloc_bulk` of `--burst`
 //! mbufs (above the cache: the gets reach the handler), a 64-byte UDP
 //! frame written into each, `rte_eth_tx_burst`, and what the port did not
 //! take freed at once with `rte_pktmbuf_free_bulk`.
 //!
-//! Output: one line per block of `--block-ms`, `block K A RATE B RATE`
+//! Output: one line per block of `--block-ms`, `block K A RATE B RATE ...`
 //! (Mpps: packets the port took over the time of that handler's windows
 //! in the block), after `--warmup` blocks that print nothing. With
 //! `--wait`, it prints `vhost_pair: ready` before the first timed block
@@ -33,9 +33,9 @@ use std::time::{Duration, Instant};
 
 use dpdk_sys as sys;
 
-const HELP: &str = "usage: vhost_pair --handlers A,B [--burst 512] [--window-ms 100] \
+const HELP: &str = "usage: vhost_pair --handlers A,B[,C,D] [--burst 512] [--window-ms 100] \
 [--block-ms 1000] [--blocks 10] [--warmup 1] [--mbufs 16384] [--cache 250] [--wait] -- EAL ARGS
-(the EAL arguments give two ports, one per handler, in the same order)";
+(the EAL arguments give one port per handler, in the same order)";
 
 /// A 64-byte frame: Ethernet (locally administered addresses), IPv4 and
 /// UDP headers, zero payload.
@@ -54,8 +54,11 @@ const FRAME: [u8; 64] = {
     f
 };
 
+/// The most handlers one run compares.
+const MAX_HANDLERS: usize = 4;
+
 struct Opts {
-    handlers: [String; 2],
+    handlers: Vec<String>,
     burst: usize,
     window: Duration,
     block: Duration,
@@ -69,7 +72,7 @@ struct Opts {
 
 fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
-        handlers: [String::new(), String::new()],
+        handlers: Vec::new(),
         burst: 512,
         window: Duration::from_millis(100),
         block: Duration::from_millis(1000),
@@ -91,13 +94,15 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         match a.as_str() {
             "--handlers" => {
                 let v = it.next().ok_or("--handlers: A,B")?;
-                match v.split(',').collect::<Vec<_>>()[..] {
-                    // The same handler twice is allowed: a control of the
-                    // two ports against each other.
-                    [a, b] if !a.is_empty() && !b.is_empty() => {
-                        o.handlers = [a.to_string(), b.to_string()]
-                    }
-                    _ => return Err(format!("--handlers {v}: two handlers, A,B")),
+                // The same handler twice is allowed: a control of the
+                // ports against each other.
+                o.handlers = v.split(',').map(str::to_string).collect();
+                if !(2..=MAX_HANDLERS).contains(&o.handlers.len())
+                    || o.handlers.iter().any(String::is_empty)
+                {
+                    return Err(format!(
+                        "--handlers {v}: two to {MAX_HANDLERS} handlers, A,B[,C,D]"
+                    ));
                 }
             }
             "--burst" => o.burst = num(it.next(), "--burst", 1)? as usize,
@@ -120,11 +125,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             _ => return Err(format!("unknown argument {a}")),
         }
     }
-    if o.handlers[0].is_empty() {
+    if o.handlers.is_empty() {
         return Err("--handlers A,B is required".into());
     }
-    if o.block < o.window * 2 {
-        return Err("--block-ms must hold at least two windows".into());
+    let cycle = 2 * o.handlers.len() as u32;
+    if o.block < o.window * cycle {
+        return Err(format!(
+            "--block-ms must hold {cycle} windows (each handler twice)"
+        ));
     }
     if o.burst > u16::MAX as usize {
         return Err("--burst: at most 65535".into());
@@ -245,19 +253,34 @@ fn window(port: u16, mp: *mut sys::rte_mempool, burst: usize, span: Duration) ->
     }
 }
 
-/// One block: windows in the order A B B A (repeated), each handler's
-/// rate over its own windows, Mpps.
-fn block(pools: &[*mut sys::rte_mempool; 2], o: &Opts) -> [f64; 2] {
-    let mut pkts = [0u64; 2];
-    let mut time = [Duration::ZERO; 2];
-    let windows = (o.block.as_nanos() / o.window.as_nanos()).max(2) as usize;
+/// The pool of the `w`-th window of a block among `n`: forwards then
+/// backwards (A B B A, A B C C B A), so that no handler's windows come
+/// only right after another's, or only right after its own.
+fn turn(w: usize, n: usize) -> usize {
+    let k = w % (2 * n);
+    if k < n {
+        k
+    } else {
+        2 * n - 1 - k
+    }
+}
+
+/// One block: the windows in [`turn`]'s order, each handler's rate over
+/// its own windows, Mpps.
+fn block(pools: &[*mut sys::rte_mempool], o: &Opts) -> Vec<f64> {
+    let n = pools.len();
+    let mut pkts = vec![0u64; n];
+    let mut time = vec![Duration::ZERO; n];
+    let windows = (o.block.as_nanos() / o.window.as_nanos()) as usize;
     for w in 0..windows {
-        let i = [0, 1, 1, 0][w % 4];
+        let i = turn(w, n);
         let (p, t) = window(i as u16, pools[i], o.burst, o.window);
         pkts[i] += p;
         time[i] += t;
     }
-    [0, 1].map(|i| pkts[i] as f64 / time[i].as_secs_f64() / 1e6)
+    (0..n)
+        .map(|i| pkts[i] as f64 / time[i].as_secs_f64() / 1e6)
+        .collect()
 }
 
 fn pause(what: &str) {
@@ -270,21 +293,33 @@ fn pause(what: &str) {
 fn run(o: &Opts) -> Result<(), String> {
     eal_init(&o.eal)?;
     // SAFETY: plain query after EAL init.
-    let ports = unsafe { sys::rte_eth_dev_count_avail() };
-    if ports != 2 {
+    let ports = usize::from(unsafe { sys::rte_eth_dev_count_avail() });
+    let n = o.handlers.len();
+    if ports != n {
         return Err(format!(
-            "two ports needed (one per handler), the EAL arguments give {ports}"
+            "{n} ports needed (one per handler), the EAL arguments give {ports}"
         ));
     }
-    let pools = [setup(0, &o.handlers[0], o)?, setup(1, &o.handlers[1], o)?];
+    let pools = o
+        .handlers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| setup(i as u16, h, o))
+        .collect::<Result<Vec<_>, _>>()?;
+    let names: Vec<String> = (0..n)
+        .map(|i| format!("port {i} {}", o.handlers[i]))
+        .collect();
+    let order: Vec<String> = (0..2 * n)
+        .map(|w| char::from(b'A' + turn(w, n) as u8).to_string())
+        .collect();
     println!(
-        "vhost_pair: port 0 {} / port 1 {}, {} mbufs each, DPDK cache {}, burst {}, windows of {} ms, A B B A",
-        o.handlers[0],
-        o.handlers[1],
+        "vhost_pair: {}, {} mbufs each, DPDK cache {}, burst {}, windows of {} ms, {}",
+        names.join(" / "),
         o.mbufs,
         o.cache,
         o.burst,
-        o.window.as_millis()
+        o.window.as_millis(),
+        order.join(" ")
     );
     for _ in 0..o.warmup {
         block(&pools, o);
@@ -293,11 +328,13 @@ fn run(o: &Opts) -> Result<(), String> {
         pause("ready");
     }
     for k in 1..=o.blocks {
-        let r = block(&pools, o);
-        println!(
-            "block {k} {} {:.3} {} {:.3}",
-            o.handlers[0], r[0], o.handlers[1], r[1]
-        );
+        let rates: Vec<String> = o
+            .handlers
+            .iter()
+            .zip(block(&pools, o))
+            .map(|(h, r)| format!("{h} {r:.3}"))
+            .collect();
+        println!("block {k} {}", rates.join(" "));
         let _ = std::io::stdout().flush();
     }
     if o.wait {
@@ -309,7 +346,7 @@ fn run(o: &Opts) -> Result<(), String> {
     // SAFETY: the ports and pools made above, no mbuf held here; the
     // default cache is this lcore's own.
     unsafe {
-        for i in 0..2u16 {
+        for i in 0..n as u16 {
             sys::rte_eth_dev_stop(i);
             sys::rte_eth_dev_close(i);
         }
@@ -350,5 +387,42 @@ fn main() -> ExitCode {
             eprintln!("vhost_pair: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn windows_go_forwards_then_backwards() {
+        let order = |n| (0..4 * n).map(|w| turn(w, n)).collect::<Vec<_>>();
+        assert_eq!(order(2), [0, 1, 1, 0, 0, 1, 1, 0]);
+        assert_eq!(order(3), [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]);
+    }
+
+    #[test]
+    fn handlers_two_to_four_and_a_block_that_holds_each_twice() {
+        let o = parse(&args(&[
+            "--handlers",
+            "ptr_ring,ring_mp_mc,stack",
+            "--",
+            "-l",
+            "1",
+        ]))
+        .unwrap();
+        assert_eq!(o.handlers, ["ptr_ring", "ring_mp_mc", "stack"]);
+        assert_eq!(o.eal, ["-l", "1"]);
+        for bad in ["ptr_ring", "a,b,c,d,e", "a,,b"] {
+            assert!(parse(&args(&["--handlers", bad])).is_err(), "{bad}");
+        }
+        // Three handlers need 6 windows of 100 ms in a block.
+        let e = parse(&args(&["--handlers", "a,b,c", "--block-ms", "500"])).err();
+        assert!(e.is_some_and(|e| e.contains("6 windows")));
+        assert!(parse(&args(&["--handlers", "a,b", "--block-ms", "500"])).is_ok());
     }
 }

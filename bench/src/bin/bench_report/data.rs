@@ -477,7 +477,7 @@ pub fn e2e_label(k: &E2eKey) -> String {
                 .into()
         }
         ("vhost-pair", "burst512") => {
-            "vhost_pair: both handlers in one process, alternated every 100 ms, txonly bursts of 512 over virtio-user (1024 descriptors) to a vhost peer, cache 250 on both"
+            "vhost_pair: the handlers in one process, alternated every 100 ms, txonly bursts of 512 over virtio-user (1024 descriptors) to a vhost peer, cache 250 on both"
                 .into()
         }
         (app, variant) => format!("{app} {variant}"),
