@@ -586,7 +586,7 @@ rows=$(grep '^e2e2,testpmd,mbcache=0,ring_mp_mc,' "$out/e2e.csv" || true)
 [[ -z $rows ]] || sed 's/,mbcache=0,/,ownvsnone,/' <<<"$rows" >>"$out/e2e.csv"
 # Over vhost-user: the PMD's rings hold more mbufs than the cache.
 if ((BENCH_VHOST_ROUNDS > 0)); then
-    step "3/5 (vhost-user) dpdk-testpmd pairs: $BENCH_VHOST_ROUNDS rounds x 3 handlers x 2 settings, then vhost_pair: 6 runs of 6 s, 3 handlers (about $((BENCH_VHOST_ROUNDS * 6 * (TESTPMD_SECONDS + 7) + 60)) s)"
+    step "3/5 (vhost-user) dpdk-testpmd pairs: $BENCH_VHOST_ROUNDS rounds x 3 handlers x 2 settings, then vhost_pair: 6 runs of 6 s with 3 handlers, pools of 16384 and of 65536 mbufs (about $((BENCH_VHOST_ROUNDS * 6 * (TESTPMD_SECONDS + 7) + 125)) s)"
     set_phase vhost
     bash bench/vhost.sh --out "$out" || say "the vhost-user rows stopped early; see $logs/testpmd-vhost-*"
 fi

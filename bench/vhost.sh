@@ -35,6 +35,9 @@
 #             port serves each handler as often) of BENCH_VHOST_PAIR_BLOCKS
 #             blocks (default 6) after one of warm-up. Its handler share is
 #             per packet sent.
+#   pair65536 the same with pools of 65536 mbufs: a FIFO handler cycles
+#             through four times as many mbufs as with 16384, a LIFO one
+#             (stack) keeps reusing the same few thousand.
 # Rate: B's Rx-pps (testpmd's 1-s statistics, median after the first). Per
 # run it reads through telemetry which handler served each pool
 # (scripts/pool-ops.sh) and, for ptr_ring, its counters at the start and the
@@ -50,7 +53,8 @@
 # block, with the handler share) to
 # DIR/e2e.csv and vhost_* lines to DIR/meta.env; logs in DIR/logs/.
 # Environment: BENCH_VHOST_ROUNDS (runs per handler, default 3; handlers
-# rotated every round), BENCH_VHOST_VARIANTS (default "default burst512 pair"),
+# rotated every round), BENCH_VHOST_VARIANTS (default "default burst512 pair
+# pair65536"),
 # BENCH_VHOST_HANDLERS (default "ptr_ring ring_mp_mc stack"),
 # TESTPMD_SECONDS (1-s samples per run, default 3).
 set -euo pipefail
@@ -110,7 +114,7 @@ pair_vdevs() {
     echo "vhost_ring=$qsize"
     echo "vhost_mbufs=$mbufs"
     echo "vhost_rounds=$rounds"
-    echo "vhost_pair_cmd=PTR_RING_CACHE_SIZE=0 target/release/vhost_pair --handlers $(IFS=,; echo "${pair_handlers[*]}") --blocks $pair_blocks --mbufs $mbufs --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so$(pair_vdevs a) (run r: the list rotated by r - 1)"
+    echo "vhost_pair_cmd=PTR_RING_CACHE_SIZE=0 target/release/vhost_pair --handlers $(IFS=,; echo "${pair_handlers[*]}") --blocks $pair_blocks --mbufs $mbufs --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so$(pair_vdevs a) (run r: the list rotated by r - 1; the pair65536 row: --mbufs 65536)"
     echo "vhost_pair_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B$(pair_vdevs b) -- -a --forward-mode=rxonly $common"
     echo "vhost_pair_handlers=${pair_handlers[*]}"
     echo "vhost_pair_runs=$pair_runs"
@@ -231,12 +235,13 @@ vhost_run() {
     fi
 }
 
-# pair_run RUN: one run of vhost_pair against a testpmd rxonly peer, one
-# port per handler, the list rotated by RUN - 1; prints "K H RATE H RATE
+# pair_run RUN MBUFS: one run of vhost_pair against a testpmd rxonly peer,
+# one port per handler, the list rotated by RUN - 1, pools of MBUFS; prints
+# "K H RATE H RATE
 # ..." per block, then "share S P" (of ptr_ring's pool, per packet its
 # port P sent over the timed blocks), or fails.
 pair_run() {
-    local r=$1 n=${#pair_handlers[@]} order=() socks=() vdevs=() pa pb pid_a fifo w ok=0 p i
+    local r=$1 pool=$2 n=${#pair_handlers[@]} order=() socks=() vdevs=() pa pb pid_a fifo w ok=0 p i
     for ((i = 0; i < n; i++)); do
         order+=("${pair_handlers[(i + r - 1) % n]}")
         [[ ${order[i]} == ptr_ring ]] && p=$i
@@ -246,7 +251,7 @@ pair_run() {
         socks+=("$(dpdk_runtime_dir ptrring_vp_$$).s$i")
         vdevs+=(--vdev "net_virtio_user$i,path=${socks[i]},queue_size=$qsize,queues=1")
     done
-    local la=$logs/vhost-pair-$r-a.log lb=$logs/vhost-pair-$r-b.log
+    local la=$logs/vhost-pair-$pool-$r-a.log lb=$logs/vhost-pair-$pool-$r-b.log
     rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "${socks[@]}"
     mkdir -p "$(dirname "${socks[0]}")"
     # A's stdin is a FIFO: a line there lets it go on.
@@ -256,7 +261,7 @@ pair_run() {
     peer_start "$pb" "$lb" "${socks[@]}"
     # shellcheck disable=SC2086 # lists of arguments
     PTR_RING_CACHE_SIZE=0 "$pair_bin" --handlers "$(IFS=,; echo "${order[*]}")" --blocks "$pair_blocks" \
-        --mbufs "$mbufs" --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix "$pa" -d "$lib" \
+        --mbufs "$pool" --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix "$pa" -d "$lib" \
         --log-level=pmd.mempool.ptr_ring:info "${vdevs[@]}" <"$fifo" >"$la" 2>&1 &
     pid_a=$!
     local deadline=$((SECONDS + pair_blocks * n / 2 + 60))
@@ -295,14 +300,15 @@ pair_run() {
     echo "share $share $p"
 }
 
-# pair_variant: the pair runs, recorded one round per block (the blocks of
-# run r after those of the runs before), each handler under its own name.
+# pair_variant MBUFS VARIANT: the pair runs with pools of MBUFS, recorded as
+# VARIANT one round per block (the blocks of run r after those of the runs
+# before), each handler under its own name.
 pair_variant() {
-    local r k f i h x hc sh share port res rc round=0 ratios="" ours base
+    local pool=$1 pv=$2 r k f i h x hc sh share port res rc round=0 ratios="" ours base
     [[ -x $pair_bin ]] || { echo "vhost: no $pair_bin (cargo build --release -p bench)" >&2; exit 1; }
     for ((r = 1; r <= pair_runs; r++)); do
         rc=0
-        res=$(pair_run "$r") || rc=$?
+        res=$(pair_run "$r" "$pool") || rc=$?
         if ((rc != 0)); then
             ((rc == 2)) && exit 1
             say "pair run $r failed"
@@ -319,22 +325,22 @@ pair_variant() {
                 # with no cache of their own and no share.
                 [[ $h == ptr_ring ]] && hc=0 sh=$share ours=$x || hc=none sh=-1
                 [[ $h == ring_mp_mc ]] && base=$x
-                echo "e2e2,vhost-pair,burst512,$h,250,$hc,$round,$x,$sh" >>"$out/e2e.csv"
+                echo "e2e2,vhost-pair,$pv,$h,250,$hc,$round,$x,$sh" >>"$out/e2e.csv"
             done
             ratios+=$(awk -v a="$ours" -v b="$base" 'BEGIN { if (b > 0) printf "%.4f ", a / b }')
         done <<<"$res"
-        say "pair run $r/$pair_runs (ptr_ring on port $port): handler share $share"
+        say "pair ($pool mbufs) run $r/$pair_runs (ptr_ring on port $port): handler share $share"
     done
-    [[ -n $ratios ]] && say "vhost-pair burst512: ptr_ring / ring_mp_mc per block of 1 s: $ratios(median $(median <<<"$ratios")x)"
+    [[ -n $ratios ]] && say "vhost-pair $pv: ptr_ring / ring_mp_mc per block of 1 s: $ratios(median $(median <<<"$ratios")x)"
 }
 
 declare -A rate_of ops_of
 recorded=0
-for v in ${BENCH_VHOST_VARIANTS:-default burst512 pair}; do
-    if [[ $v == pair ]]; then
-        pair_variant
-        continue
-    fi
+for v in ${BENCH_VHOST_VARIANTS:-default burst512 pair pair65536}; do
+    case $v in
+    pair) pair_variant "$mbufs" burst512; continue ;;
+    pair65536) pair_variant 65536 burst512-mbufs65536; continue ;;
+    esac
     for ((r = 1; r <= rounds; r++)); do
         # The order rotated every round (A B C, B C A, C A B, ...).
         hs=()

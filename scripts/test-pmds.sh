@@ -278,7 +278,7 @@ check_vhost_pair() {
     rm -rf "$out"
     if ! BENCH_VHOST_VARIANTS=pair BENCH_VHOST_PAIR_RUNS=1 BENCH_VHOST_PAIR_BLOCKS=2 \
         BENCH_VHOST_PAIR_HANDLERS="${hs[*]}" bash bench/vhost.sh --out "$out" >"$dir/pair.log" 2>&1; then
-        fail "$name" "bench/vhost.sh failed" "$dir/pair.log" "$out/logs/vhost-pair-1-a.log"
+        fail "$name" "bench/vhost.sh failed" "$dir/pair.log" "$out/logs/vhost-pair-16384-1-a.log"
         return
     fi
     lines=$(grep -c '^e2e2,vhost-pair,burst512,' "$out/e2e.csv" || true)
@@ -287,8 +287,8 @@ check_vhost_pair() {
         fail "$name" "want 2 blocks x ${#hs[@]} handlers with a rate each, got $lines records" "$out/e2e.csv" "$dir/pair.log"
     elif ! awk -v s="$share" 'BEGIN { exit !(s >= 1.0) }'; then
         fail "$name" "ptr_ring's handler share ${share:-none}, want at least 1 (bursts above the cache)" "$out/e2e.csv"
-    elif ! grep -q "pool vhost_pair_0 freed: every object returned" "$out/logs/vhost-pair-1-a.log"; then
-        fail "$name" "no 'every object returned' at the free of the ptr_ring pool" "$out/logs/vhost-pair-1-a.log"
+    elif ! grep -q "pool vhost_pair_0 freed: every object returned" "$out/logs/vhost-pair-16384-1-a.log"; then
+        fail "$name" "no 'every object returned' at the free of the ptr_ring pool" "$out/logs/vhost-pair-16384-1-a.log"
     else
         pass "$name" "$(grep -o 'per block of 1 s: .*' "$dir/pair.log"); ptr_ring's handler share $share; every object returned; $((SECONDS - t0)) s"
     fi

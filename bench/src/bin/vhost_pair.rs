@@ -216,16 +216,21 @@ fn setup(i: u16, handler: &str, o: &Opts) -> Result<*mut sys::rte_mempool, Strin
     Ok(mp)
 }
 
-/// txonly's loop on port `port` from `mp` for `span`: the packets the port
-/// took and the time it ran.
-fn window(port: u16, mp: *mut sys::rte_mempool, burst: usize, span: Duration) -> (u64, Duration) {
-    let mut bufs = vec![core::ptr::null_mut::<sys::rte_mbuf>(); burst];
+/// txonly's loop on port `port` from `mp` for `span`, bursts of
+/// `bufs.len()`: the packets the port took and the time it ran.
+fn window(
+    port: u16,
+    mp: *mut sys::rte_mempool,
+    bufs: &mut [*mut sys::rte_mbuf],
+    span: Duration,
+) -> (u64, Duration) {
+    let burst = bufs.len();
     let mut sent_total = 0u64;
     let t0 = Instant::now();
     loop {
         // SAFETY: `mp` is a live mbuf pool; `bufs` has room for `burst`.
         if unsafe { sys::rte_pktmbuf_alloc_bulk(mp, bufs.as_mut_ptr(), burst as u32) } == 0 {
-            for &m in &bufs {
+            for &m in bufs.iter() {
                 // SAFETY: a fresh mbuf of the pool, reset by the alloc,
                 // with 2 KiB of data room: 64 bytes fit.
                 unsafe {
@@ -267,14 +272,14 @@ fn turn(w: usize, n: usize) -> usize {
 
 /// One block: the windows in [`turn`]'s order, each handler's rate over
 /// its own windows, Mpps.
-fn block(pools: &[*mut sys::rte_mempool], o: &Opts) -> Vec<f64> {
+fn block(pools: &[*mut sys::rte_mempool], bufs: &mut [*mut sys::rte_mbuf], o: &Opts) -> Vec<f64> {
     let n = pools.len();
     let mut pkts = vec![0u64; n];
     let mut time = vec![Duration::ZERO; n];
     let windows = (o.block.as_nanos() / o.window.as_nanos()) as usize;
     for w in 0..windows {
         let i = turn(w, n);
-        let (p, t) = window(i as u16, pools[i], o.burst, o.window);
+        let (p, t) = window(i as u16, pools[i], bufs, o.window);
         pkts[i] += p;
         time[i] += t;
     }
@@ -321,8 +326,9 @@ fn run(o: &Opts) -> Result<(), String> {
         o.window.as_millis(),
         order.join(" ")
     );
+    let mut bufs = vec![core::ptr::null_mut::<sys::rte_mbuf>(); o.burst];
     for _ in 0..o.warmup {
-        block(&pools, o);
+        block(&pools, &mut bufs, o);
     }
     if o.wait {
         pause("ready");
@@ -331,7 +337,7 @@ fn run(o: &Opts) -> Result<(), String> {
         let rates: Vec<String> = o
             .handlers
             .iter()
-            .zip(block(&pools, o))
+            .zip(block(&pools, &mut bufs, o))
             .map(|(h, r)| format!("{h} {r:.3}"))
             .collect();
         println!("block {k} {}", rates.join(" "));

@@ -480,6 +480,9 @@ pub fn e2e_label(k: &E2eKey) -> String {
             "vhost_pair: the handlers in one process, alternated every 100 ms, txonly bursts of 512 over virtio-user (1024 descriptors) to a vhost peer, cache 250 on both"
                 .into()
         }
+        ("vhost-pair", "burst512-mbufs65536") => {
+            "vhost_pair as above with pools of 65536 mbufs (16384 above)".into()
+        }
         (app, variant) => format!("{app} {variant}"),
     }
 }

@@ -88,23 +88,28 @@ pub fn section(w: &mut String, d: &Data) {
         d.meta("vhost_rounds")
     );
     if keys.iter().any(|k| k.app == PAIR_APP) {
-        let _ =
-            writeln!(
-            w,
-            "The `vhost_pair` row runs the handlers in one process A, so that the host's level \
-             (bench/NOTES.md, \"The vhost rows' two levels\") moves all alike: one pool per \
-             handler ({}), each transmitting txonly's bursts of 512 through a virtio-user port of \
-             its own to one of B's vhost ports, the lcore switching between them every 100 ms (A B \
-             C C B A). A round is a block of one second, the rate each handler's packets sent over \
-             the time of its own windows; {} runs of {} blocks, the list of handlers rotated \
-             every run, so that each port serves each handler as often. Its rounds are paired \
-             within the second, so the rule for rates that jump between runs does not apply to \
-             it.\n\n```\n{}\n{}\n```\n",
+        let handlers =
             d.meta
                 .get("vhost_pair_handlers")
-                .map_or("`ptr_ring` and `ring_mp_mc`".into(), |h| {
-                    h.split(' ').map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
-                }),
+                .map_or("`ptr_ring` and `ring_mp_mc`".into(), |hs| {
+                    hs.split(' ')
+                        .map(|h| format!("`{h}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+        let _ = writeln!(
+            w,
+            "The `vhost_pair` rows run the handlers in one process A, so that the host's level \
+             (bench/NOTES.md, \"The vhost rows' two levels\") moves all alike: one pool per \
+             handler ({}) of {} mbufs (65536 in the row that says so), each transmitting \
+             txonly's bursts of 512 through a virtio-user port of its own to one of B's vhost \
+             ports, the lcore switching between them every 100 ms (A B C C B A). A round is a \
+             block of one second, the rate each handler's packets sent over the time of its own \
+             windows; {} runs of {} blocks, the list of handlers rotated every run, so that each \
+             port serves each handler as often. Their rounds are paired within the second, so \
+             the rule for rates that jump between runs does not apply to them.\n\n```\n{}\n{}\n```\n",
+            handlers,
+            d.meta("vhost_mbufs"),
             d.meta("vhost_pair_runs"),
             d.meta("vhost_pair_blocks"),
             d.meta("vhost_pair_peer_cmd"),
@@ -355,7 +360,7 @@ mod tests {
             w.contains("| vhost_pair: the handlers in one process"),
             "{w}"
         );
-        assert!(w.contains("The `vhost_pair` row runs the handlers"), "{w}");
+        assert!(w.contains("The `vhost_pair` rows run the handlers"), "{w}");
         // ptr_ring / stack per block 0.76-0.86, median 0.77.
         let row = w.lines().find(|l| l.starts_with("| vhost_pair")).unwrap();
         assert!(
