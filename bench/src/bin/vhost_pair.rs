@@ -8,7 +8,9 @@
 //! between two levels three times apart (bench/NOTES.md, "The vhost rows'
 //! two levels"). Here port `i` (the EAL arguments' `i`-th port, a
 //! virtio-user vdev) transmits from pool `i`, made with handler `i` and
-//! DPDK's cache of `--cache` on each. The lcore switches between them
+//! DPDK's cache of `--cache` on each (or that of the entry, `NAME:CACHE`:
+//! `ptr_ring:0` with `PTR_RING_CACHE_SIZE=250` in the environment puts
+//! the handler's own cache in the place of DPDK's on that pool alone). The lcore switches between them
 //! every `--window-ms`, in the order A B B A (A B C C B A with three), so
 //! every handler runs in every second under the same level.
 //!
@@ -33,9 +35,11 @@ use std::time::{Duration, Instant};
 
 use dpdk_sys as sys;
 
-const HELP: &str = "usage: vhost_pair --handlers A,B[,C,D] [--burst 512] [--window-ms 100] \
+const HELP: &str =
+    "usage: vhost_pair --handlers A[:CACHE],B[:CACHE][,C,D] [--burst 512] [--window-ms 100] \
 [--block-ms 1000] [--blocks 10] [--warmup 1] [--mbufs 16384] [--cache 250] [--wait] -- EAL ARGS
-(the EAL arguments give one port per handler, in the same order)";
+(the EAL arguments give one port per handler, in the same order; CACHE: that pool's
+DPDK cache in place of --cache)";
 
 /// A 64-byte frame: Ethernet (locally administered addresses), IPv4 and
 /// UDP headers, zero payload.
@@ -98,7 +102,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 // ports against each other.
                 o.handlers = v.split(',').map(str::to_string).collect();
                 if !(2..=MAX_HANDLERS).contains(&o.handlers.len())
-                    || o.handlers.iter().any(String::is_empty)
+                    || o.handlers.iter().any(|h| spec(h, 0).is_none())
                 {
                     return Err(format!(
                         "--handlers {v}: two to {MAX_HANDLERS} handlers, A,B[,C,D]"
@@ -171,16 +175,28 @@ fn check(r: c_int, what: &str) -> Result<(), String> {
     }
 }
 
-/// Pool `i` (`vhost_pair_i`) with `handler`, and port `i` started with it.
-fn setup(i: u16, handler: &str, o: &Opts) -> Result<*mut sys::rte_mempool, String> {
+/// A `--handlers` entry, `NAME` or `NAME:CACHE`: the ops name and the
+/// pool's DPDK cache (`cache` unless given); `None` when malformed.
+fn spec(entry: &str, cache: u32) -> Option<(&str, u32)> {
+    let (name, cache) = match entry.split_once(':') {
+        Some((name, c)) => (name, c.parse().ok().filter(|&c| c <= 512)?),
+        None => (entry, cache),
+    };
+    (!name.is_empty()).then_some((name, cache))
+}
+
+/// Pool `i` (`vhost_pair_i`) with the handler of `entry`, and port `i`
+/// started with it.
+fn setup(i: u16, entry: &str, o: &Opts) -> Result<*mut sys::rte_mempool, String> {
     let name = CString::new(format!("vhost_pair_{i}")).expect("no NUL");
+    let (handler, cache) = spec(entry, o.cache).ok_or("malformed --handlers entry")?;
     let ops = CString::new(handler).map_err(|e| e.to_string())?;
     // SAFETY: EAL is initialised; the strings outlive the call.
     let mp = unsafe {
         sys::rte_pktmbuf_pool_create_by_ops(
             name.as_ptr(),
             o.mbufs,
-            o.cache,
+            cache,
             0,
             sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
             sys::rte_socket_id() as c_int,
@@ -318,7 +334,7 @@ fn run(o: &Opts) -> Result<(), String> {
         .map(|w| char::from(b'A' + turn(w, n) as u8).to_string())
         .collect();
     println!(
-        "vhost_pair: {}, {} mbufs each, DPDK cache {}, burst {}, windows of {} ms, {}",
+        "vhost_pair: {}, {} mbufs each, DPDK cache {} (where no :CACHE), burst {}, windows of {} ms, {}",
         names.join(" / "),
         o.mbufs,
         o.cache,
@@ -423,7 +439,16 @@ mod tests {
         .unwrap();
         assert_eq!(o.handlers, ["ptr_ring", "ring_mp_mc", "stack"]);
         assert_eq!(o.eal, ["-l", "1"]);
-        for bad in ["ptr_ring", "a,b,c,d,e", "a,,b"] {
+        let o = parse(&args(&[
+            "--handlers",
+            "ptr_ring:0,ring_mp_mc",
+            "--cache",
+            "250",
+        ]))
+        .unwrap();
+        assert_eq!(spec(&o.handlers[0], o.cache), Some(("ptr_ring", 0)));
+        assert_eq!(spec(&o.handlers[1], o.cache), Some(("ring_mp_mc", 250)));
+        for bad in ["ptr_ring", "a,b,c,d,e", "a,,b", "a:x,b", "a:513,b", ":0,b"] {
             assert!(parse(&args(&["--handlers", bad])).is_err(), "{bad}");
         }
         // Three handlers need 6 windows of 100 ms in a block.
