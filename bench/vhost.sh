@@ -96,26 +96,35 @@ read -r -a pair_handlers <<<"${BENCH_VHOST_PAIR_HANDLERS:-ptr_ring ring_mp_mc st
 pair_runs=${BENCH_VHOST_PAIR_RUNS:-$((2 * ${#pair_handlers[@]}))}
 pair_blocks=${BENCH_VHOST_PAIR_BLOCKS:-6}
 pair_bin=$repo/target/release/vhost_pair
-# pair_vdevs KIND: the vdev arguments of the pair's ports in meta.env's
-# commands (KIND a: A's virtio-user ports, b: B's vhost ports).
-pair_vdevs() {
-    local i
-    for ((i = 0; i < ${#pair_handlers[@]}; i++)); do
-        if [[ $1 == a ]]; then
-            printf ' --vdev net_virtio_user%d,path=SOCKET%d,queue_size=%d,queues=1' "$i" "$i" "$qsize"
+# vdev_args ARRAY KIND SOCKET...: sets ARRAY to the --vdev arguments of one
+# port per SOCKET (KIND virtio: A's virtio-user ports; vhost: B's vhost-user
+# backends).
+vdev_args() {
+    local -n _args=$1
+    local kind=$2 i=0 s
+    shift 2
+    _args=()
+    for s; do
+        if [[ $kind == virtio ]]; then
+            _args+=(--vdev "net_virtio_user$i,path=$s,queue_size=$qsize,queues=1")
         else
-            printf ' --vdev net_vhost%d,iface=SOCKET%d,queues=1' "$i" "$i"
+            _args+=(--vdev "net_vhost$i,iface=$s,queues=1")
         fi
+        i=$((i + 1))
     done
 }
+meta_socks=() meta_a=() meta_b=()
+for ((i = 0; i < ${#pair_handlers[@]}; i++)); do meta_socks+=("SOCKET$i"); done
+vdev_args meta_a virtio "${meta_socks[@]}"
+vdev_args meta_b vhost "${meta_socks[@]}"
 {
     echo "vhost_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B --vdev net_vhost0,iface=SOCKET,queues=1 -- -a --forward-mode=rxonly $common"
     echo "vhost_cmd=[PTR_RING_CACHE_SIZE=0] dpdk-testpmd $a_eal --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so --mbuf-pool-ops-name HANDLER --vdev net_virtio_user0,path=SOCKET,queue_size=$qsize,queues=1 -- -a --forward-mode=txonly $common [--burst=512]"
     echo "vhost_ring=$qsize"
     echo "vhost_mbufs=$mbufs"
     echo "vhost_rounds=$rounds"
-    echo "vhost_pair_cmd=PTR_RING_CACHE_SIZE=0 target/release/vhost_pair --handlers $(IFS=,; echo "${pair_handlers[*]}") --blocks $pair_blocks --mbufs $mbufs --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so$(pair_vdevs a) (run r: the list rotated by r - 1; the pair65536 row: --mbufs 65536)"
-    echo "vhost_pair_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B$(pair_vdevs b) -- -a --forward-mode=rxonly $common"
+    echo "vhost_pair_cmd=PTR_RING_CACHE_SIZE=0 target/release/vhost_pair --handlers $(IFS=,; echo "${pair_handlers[*]}") --blocks $pair_blocks --mbufs $mbufs --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix PREFIX_A -d target/release/librte_mempool_ptr_ring.so ${meta_a[*]} (run r: the list rotated by r - 1; the pair65536 row: --mbufs 65536)"
+    echo "vhost_pair_peer_cmd=dpdk-testpmd $b_eal --file-prefix PREFIX_B ${meta_b[*]} -- -a --forward-mode=rxonly $common"
     echo "vhost_pair_handlers=${pair_handlers[*]}"
     echo "vhost_pair_runs=$pair_runs"
     echo "vhost_pair_blocks=$pair_blocks"
@@ -136,12 +145,9 @@ stop() {
 # reaches EOF; A may read it too: peer_keep); waits for the sockets.
 # Sets peer_pid, peer_keep and peer_keeper, for peer_stop.
 peer_start() {
-    local pb=$1 lb=$2 vdevs=() i=0 s
+    local pb=$1 lb=$2 vdevs s
     shift 2
-    for s; do
-        vdevs+=(--vdev "net_vhost$i,iface=$s,queues=1")
-        i=$((i + 1))
-    done
+    vdev_args vdevs vhost "$@"
     exec {peer_keep}< <(exec sleep 3600)
     peer_keeper=$!
     # shellcheck disable=SC2086 # lists of arguments
@@ -165,7 +171,7 @@ peer_stop() {
 # vhost_run HANDLER VARIANT ROUND: one run; prints "rate share inflight"
 # (share and inflight "-" for other handlers) or fails.
 vhost_run() {
-    local h=$1 v=$2 r=$3 extra=() tag=$app-$2-$1-$3 pa pb sock pid_a n0 n1 ok=0
+    local h=$1 v=$2 r=$3 extra=() tag=$app-$2-$1-$3 pa pb sock vdevs pid_a n0 n1 ok=0
     case $v in
     default) ;;
     txfreet=512) extra=(--txfreet=512) ;;
@@ -178,9 +184,10 @@ vhost_run() {
     rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "$sock"
     mkdir -p "$(dirname "$sock")"
     peer_start "$pb" "$lb" "$sock"
+    vdev_args vdevs virtio "$sock"
     # shellcheck disable=SC2086 # lists of arguments
     PTR_RING_CACHE_SIZE=0 dpdk-testpmd $a_eal --file-prefix "$pa" -d "$lib" --mbuf-pool-ops-name "$h" \
-        --log-level=pmd.mempool.ptr_ring:info --vdev "net_virtio_user0,path=$sock,queue_size=$qsize,queues=1" -- \
+        --log-level=pmd.mempool.ptr_ring:info "${vdevs[@]}" -- \
         -a --forward-mode=txonly $common "${extra[@]}" <&"$peer_keep" >"$la" 2>&1 &
     pid_a=$!
     local ops_a ops_b q_b
@@ -237,20 +244,17 @@ vhost_run() {
 
 # pair_run RUN MBUFS: one run of vhost_pair against a testpmd rxonly peer,
 # one port per handler, the list rotated by RUN - 1, pools of MBUFS; prints
-# "K H RATE H RATE
-# ..." per block, then "share S P" (of ptr_ring's pool, per packet its
-# port P sent over the timed blocks), or fails.
+# "K H RATE H RATE ..." per block, then "share S P" (of ptr_ring's pool,
+# per packet its port P sent over the timed blocks), or fails.
 pair_run() {
-    local r=$1 pool=$2 n=${#pair_handlers[@]} order=() socks=() vdevs=() pa pb pid_a fifo w ok=0 p i
+    local r=$1 pool=$2 n=${#pair_handlers[@]} order=() socks=() vdevs pa pb pid_a fifo w ok=0 p i
     for ((i = 0; i < n; i++)); do
         order+=("${pair_handlers[(i + r - 1) % n]}")
         [[ ${order[i]} == ptr_ring ]] && p=$i
-    done
-    pa=ptrring_vpa_$$ pb=ptrring_vpb_$$
-    for ((i = 0; i < n; i++)); do
         socks+=("$(dpdk_runtime_dir ptrring_vp_$$).s$i")
-        vdevs+=(--vdev "net_virtio_user$i,path=${socks[i]},queue_size=$qsize,queues=1")
     done
+    vdev_args vdevs virtio "${socks[@]}"
+    pa=ptrring_vpa_$$ pb=ptrring_vpb_$$
     local la=$logs/vhost-pair-$pool-$r-a.log lb=$logs/vhost-pair-$pool-$r-b.log
     rm -rf "$(dpdk_runtime_dir "$pa")" "$(dpdk_runtime_dir "$pb")" "${socks[@]}"
     mkdir -p "$(dirname "${socks[0]}")"
@@ -264,7 +268,7 @@ pair_run() {
         --mbufs "$pool" --wait -- -l 1 $EAL_MEM --single-file-segments --no-pci --file-prefix "$pa" -d "$lib" \
         --log-level=pmd.mempool.ptr_ring:info "${vdevs[@]}" <"$fifo" >"$la" 2>&1 &
     pid_a=$!
-    local deadline=$((SECONDS + pair_blocks * n / 2 + 60))
+    local deadline=$((SECONDS + pair_blocks + 60))
     # _pair_await WORD: A printed "vhost_pair: WORD" (false when A ended or
     # the deadline passed).
     _pair_await() {

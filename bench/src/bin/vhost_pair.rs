@@ -10,9 +10,10 @@
 //! virtio-user vdev) transmits from pool `i`, made with handler `i` and
 //! DPDK's cache of `--cache` on each (or that of the entry, `NAME:CACHE`:
 //! `ptr_ring:0` with `PTR_RING_CACHE_SIZE=250` in the environment puts
-//! the handler's own cache in the place of DPDK's on that pool alone). The lcore switches between them
-//! every `--window-ms`, in the order A B B A (A B C C B A with three), so
-//! every handler runs in every second under the same level.
+//! the handler's own cache in the place of DPDK's on that pool alone).
+//! The lcore switches between them every `--window-ms`, in the order A B
+//! B A (A B C C B A with three), so every handler runs in every second
+//! under the same level.
 //!
 //! Each window is txonly's loop: `rte_pktmbuf_alloc_bulk` of `--burst`
 //! mbufs (above the cache: the gets reach the handler), a 64-byte UDP
@@ -61,8 +62,34 @@ const FRAME: [u8; 64] = {
 /// The most handlers one run compares.
 const MAX_HANDLERS: usize = 4;
 
+/// One `--handlers` entry, `NAME` or `NAME:CACHE`.
+#[derive(Debug, PartialEq)]
+struct Handler {
+    /// The entry as given: the handler's name in the output.
+    entry: String,
+    /// The pool's ops name.
+    ops: String,
+    /// The pool's DPDK cache, when the entry gives one (else `--cache`).
+    cache: Option<u32>,
+}
+
+impl Handler {
+    /// `None` when the name is empty or the cache not a number up to 512.
+    fn parse(entry: &str) -> Option<Self> {
+        let (ops, cache) = match entry.split_once(':') {
+            Some((ops, c)) => (ops, Some(c.parse().ok().filter(|&c| c <= 512)?)),
+            None => (entry, None),
+        };
+        (!ops.is_empty()).then(|| Handler {
+            entry: entry.to_string(),
+            ops: ops.to_string(),
+            cache,
+        })
+    }
+}
+
 struct Opts {
-    handlers: Vec<String>,
+    handlers: Vec<Handler>,
     burst: usize,
     window: Duration,
     block: Duration,
@@ -100,14 +127,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 let v = it.next().ok_or("--handlers: A,B")?;
                 // The same handler twice is allowed: a control of the
                 // ports against each other.
-                o.handlers = v.split(',').map(str::to_string).collect();
-                if !(2..=MAX_HANDLERS).contains(&o.handlers.len())
-                    || o.handlers.iter().any(|h| spec(h, 0).is_none())
-                {
-                    return Err(format!(
-                        "--handlers {v}: two to {MAX_HANDLERS} handlers, A,B[,C,D]"
-                    ));
-                }
+                o.handlers = v
+                    .split(',')
+                    .map(Handler::parse)
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|hs| (2..=MAX_HANDLERS).contains(&hs.len()))
+                    .ok_or_else(|| {
+                        format!("--handlers {v}: two to {MAX_HANDLERS} handlers, A,B[,C,D]")
+                    })?;
             }
             "--burst" => o.burst = num(it.next(), "--burst", 1)? as usize,
             "--window-ms" => {
@@ -175,28 +202,17 @@ fn check(r: c_int, what: &str) -> Result<(), String> {
     }
 }
 
-/// A `--handlers` entry, `NAME` or `NAME:CACHE`: the ops name and the
-/// pool's DPDK cache (`cache` unless given); `None` when malformed.
-fn spec(entry: &str, cache: u32) -> Option<(&str, u32)> {
-    let (name, cache) = match entry.split_once(':') {
-        Some((name, c)) => (name, c.parse().ok().filter(|&c| c <= 512)?),
-        None => (entry, cache),
-    };
-    (!name.is_empty()).then_some((name, cache))
-}
-
-/// Pool `i` (`vhost_pair_i`) with the handler of `entry`, and port `i`
-/// started with it.
-fn setup(i: u16, entry: &str, o: &Opts) -> Result<*mut sys::rte_mempool, String> {
+/// Pool `i` (`vhost_pair_i`) with handler `h`, and port `i` started with
+/// it.
+fn setup(i: u16, h: &Handler, o: &Opts) -> Result<*mut sys::rte_mempool, String> {
     let name = CString::new(format!("vhost_pair_{i}")).expect("no NUL");
-    let (handler, cache) = spec(entry, o.cache).ok_or("malformed --handlers entry")?;
-    let ops = CString::new(handler).map_err(|e| e.to_string())?;
+    let ops = CString::new(h.ops.as_str()).map_err(|e| e.to_string())?;
     // SAFETY: EAL is initialised; the strings outlive the call.
     let mp = unsafe {
         sys::rte_pktmbuf_pool_create_by_ops(
             name.as_ptr(),
             o.mbufs,
-            cache,
+            h.cache.unwrap_or(o.cache),
             0,
             sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
             sys::rte_socket_id() as c_int,
@@ -205,8 +221,9 @@ fn setup(i: u16, entry: &str, o: &Opts) -> Result<*mut sys::rte_mempool, String>
     };
     if mp.is_null() {
         return Err(format!(
-            "pool {} with handler {handler}: {}",
+            "pool {} with handler {}: {}",
             name.to_string_lossy(),
+            h.ops,
             strerror(sys::errno())
         ));
     }
@@ -328,7 +345,7 @@ fn run(o: &Opts) -> Result<(), String> {
         .map(|(i, h)| setup(i as u16, h, o))
         .collect::<Result<Vec<_>, _>>()?;
     let names: Vec<String> = (0..n)
-        .map(|i| format!("port {i} {}", o.handlers[i]))
+        .map(|i| format!("port {i} {}", o.handlers[i].entry))
         .collect();
     let order: Vec<String> = (0..2 * n)
         .map(|w| char::from(b'A' + turn(w, n) as u8).to_string())
@@ -354,7 +371,7 @@ fn run(o: &Opts) -> Result<(), String> {
             .handlers
             .iter()
             .zip(block(&pools, &mut bufs, o))
-            .map(|(h, r)| format!("{h} {r:.3}"))
+            .map(|(h, r)| format!("{} {r:.3}", h.entry))
             .collect();
         println!("block {k} {}", rates.join(" "));
         let _ = std::io::stdout().flush();
@@ -379,7 +396,7 @@ fn run(o: &Opts) -> Result<(), String> {
             }
             let out = sys::rte_mempool_in_use_count(*mp);
             if out != 0 {
-                lost.push(format!("{out} mbufs of the {h} pool"));
+                lost.push(format!("{out} mbufs of the {} pool", h.entry));
             }
             sys::rte_mempool_free(*mp);
         }
@@ -437,7 +454,8 @@ mod tests {
             "1",
         ]))
         .unwrap();
-        assert_eq!(o.handlers, ["ptr_ring", "ring_mp_mc", "stack"]);
+        let entries: Vec<&str> = o.handlers.iter().map(|h| h.entry.as_str()).collect();
+        assert_eq!(entries, ["ptr_ring", "ring_mp_mc", "stack"]);
         assert_eq!(o.eal, ["-l", "1"]);
         let o = parse(&args(&[
             "--handlers",
@@ -446,8 +464,14 @@ mod tests {
             "250",
         ]))
         .unwrap();
-        assert_eq!(spec(&o.handlers[0], o.cache), Some(("ptr_ring", 0)));
-        assert_eq!(spec(&o.handlers[1], o.cache), Some(("ring_mp_mc", 250)));
+        // The pool's ops name and DPDK cache: the entry's, else --cache.
+        let pools: Vec<(&str, u32)> = o
+            .handlers
+            .iter()
+            .map(|h| (h.ops.as_str(), h.cache.unwrap_or(o.cache)))
+            .collect();
+        assert_eq!(pools, [("ptr_ring", 0), ("ring_mp_mc", 250)]);
+        assert_eq!(o.handlers[0].entry, "ptr_ring:0");
         for bad in ["ptr_ring", "a,b,c,d,e", "a,,b", "a:x,b", "a:513,b", ":0,b"] {
             assert!(parse(&args(&["--handlers", bad])).is_err(), "{bad}");
         }
