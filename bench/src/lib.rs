@@ -11,6 +11,7 @@
 pub mod floor;
 pub mod line;
 pub mod matrix;
+pub mod pool_config;
 pub mod record;
 pub mod stats;
 pub mod targets;

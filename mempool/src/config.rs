@@ -100,6 +100,23 @@ pub struct PoolConfig {
     ///
     /// Takes effect only through `unsafe` code, as `single_producer`.
     pub single_consumer: bool,
+    /// Gets hand out the newest objects first, to the lcore that put them
+    /// ([`PtrRing::dequeue_newest_bulk`](crate::PtrRing::dequeue_newest_bulk)).
+    /// Default `false`: every get takes the ring's oldest objects, so all
+    /// of a pool's objects go round.
+    ///
+    /// On: a get (a refill, an oversized bulk, a get with the handler
+    /// cache off) by the lcore whose put was the ring's last takes the
+    /// objects back from the ring's producer end, as a stack pops, so
+    /// that an lcore recycling its own objects works on the few it has
+    /// just freed, still in its CPU's caches, where a pool larger than
+    /// those caches would otherwise go round whole. Gets by other lcores
+    /// (an lcore handing objects to another) and by callers without a
+    /// slot stay oldest first. Every get and put of such a pool takes the
+    /// checked entry (as in validation mode), and a get that takes the
+    /// newest holds both of the ring's locks. On a single-producer pool
+    /// every get stays oldest first (its producer takes no lock).
+    pub newest_first: bool,
 }
 
 impl PoolConfig {
@@ -116,6 +133,7 @@ impl PoolConfig {
             warn_period_ns: DEFAULT_WARN_PERIOD_NS,
             single_producer: false,
             single_consumer: false,
+            newest_first: false,
         }
     }
 

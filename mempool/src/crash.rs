@@ -19,6 +19,10 @@ pub enum CrashSite {
     /// A consumer, after publishing `head` and clearing the first `k` of
     /// the slots due.
     ConsumerClears(usize),
+    /// A newest-first dequeue, holding both sides, after copying its
+    /// objects out and clearing the last `k` of their slots (all of them
+    /// and not yet moving `seq` back, for `k` at least the bulk).
+    TakeBackClears(usize),
 }
 
 #[cfg(loom)]
@@ -40,8 +44,8 @@ pub fn arm(site: CrashSite) {
     }
 }
 
-/// Arms the site named by `PTR_RING_CRASH_AT` (`fill:K`, `head`,
-/// `clear:K`), if set; returns it.
+/// Arms the site named by `PTR_RING_CRASH_AT` (`fill:K`, `head`, `clear:K`,
+/// `takeback:K`), if set; returns it.
 #[cfg(not(loom))]
 pub fn arm_from_env() -> Option<CrashSite> {
     let v = std::env::var("PTR_RING_CRASH_AT").ok()?;
@@ -51,6 +55,7 @@ pub fn arm_from_env() -> Option<CrashSite> {
         "fill" => CrashSite::ProducerFills(k),
         "head" => CrashSite::ConsumerBeforeHead,
         "clear" => CrashSite::ConsumerClears(k),
+        "takeback" => CrashSite::TakeBackClears(k),
         _ => return None,
     };
     arm(site);
@@ -92,6 +97,13 @@ pub(crate) fn before_head() -> bool {
 pub(crate) fn clears_before_death() -> Option<usize> {
     take(|s| match s {
         CrashSite::ConsumerClears(k) => Some(k),
+        _ => None,
+    })
+}
+
+pub(crate) fn take_back_clears_before_death() -> Option<usize> {
+    take(|s| match s {
+        CrashSite::TakeBackClears(k) => Some(k),
         _ => None,
     })
 }

@@ -521,13 +521,19 @@ impl LcoreCache {
         owner_add(&self.release, n);
     }
 
-    /// Refills from the ring with one burst until the cache holds up to
-    /// `target` objects (`target <= cache_size`). Returns how many came.
+    /// Refills with one burst until the cache holds up to `target`
+    /// objects (`target <= cache_size`): `take` fills the front of the
+    /// free slots it is given (from the ring) and returns how many it
+    /// filled. Returns how many came.
     ///
     /// # Safety
     /// The caller is the owner.
-    #[inline(never)]
-    pub(crate) unsafe fn refill(&self, ring: &PtrRing, target: usize) -> usize {
+    #[inline(always)]
+    pub(crate) unsafe fn refill(
+        &self,
+        target: usize,
+        take: impl FnOnce(&mut [*mut c_void]) -> usize,
+    ) -> usize {
         let len = self.len();
         if target <= len {
             return 0;
@@ -535,7 +541,7 @@ impl LcoreCache {
         // SAFETY: slots `[len, target)` exist (`target <= cache_size`) and
         // are free; owner-only, so nobody else aliases them.
         let room = unsafe { core::slice::from_raw_parts_mut(self.slots().add(len), target - len) };
-        let got = ring.dequeue_burst(room);
+        let got = take(room);
         self.set_len(len + got);
         got
     }
@@ -552,6 +558,21 @@ impl LcoreCache {
         ring: &PtrRing,
         keep: usize,
     ) -> Result<usize, RingError> {
+        // SAFETY: forwarded.
+        unsafe { self.flush_above_with(keep, |top| ring.enqueue_bulk(top)) }
+    }
+
+    /// [`flush_above`](LcoreCache::flush_above) with `put` taking the
+    /// objects, all or none.
+    ///
+    /// # Safety
+    /// As for `flush_above`.
+    #[inline(always)]
+    pub(crate) unsafe fn flush_above_with(
+        &self,
+        keep: usize,
+        put: impl FnOnce(&[*mut c_void]) -> Result<(), RingError>,
+    ) -> Result<usize, RingError> {
         let len = self.len();
         if len <= keep {
             return Ok(0);
@@ -559,7 +580,7 @@ impl LcoreCache {
         // SAFETY: slots `[keep, len)` hold objects; no other thread touches
         // them (caller's guarantee).
         let top = unsafe { core::slice::from_raw_parts(self.slots().add(keep), len - keep) };
-        ring.enqueue_bulk(top)?;
+        put(top)?;
         self.set_len(keep);
         Ok(len - keep)
     }

@@ -544,3 +544,114 @@ fn capacity_and_dequeue_guarantees_hold_without_retry() {
         });
     }
 }
+
+/// A newest-first dequeue (both locks, `seq` moved back) racing a
+/// producer: the bulk whole, every object delivered exactly once, and the
+/// producer's one-slot room check right on the slots the take-back frees.
+#[test]
+fn take_back_vs_producer_exactly_once() {
+    for (cap, batch) in [(4, 2), (3, 1)] {
+        model(move || {
+            let r = ring(cap, batch);
+            r.enqueue_bulk(&[obj(1), obj(2)]).unwrap();
+            let p = {
+                let r = r.clone();
+                thread::spawn(move || {
+                    while r.enqueue_bulk_as(1, &[obj(3)]).is_err() {
+                        thread::yield_now();
+                    }
+                })
+            };
+            let mut back = vec![core::ptr::null_mut(); 2];
+            r.dequeue_newest_bulk(&mut back).unwrap();
+            let back: Vec<usize> = back.into_iter().map(|p| p as usize).collect();
+            // The newest two at the instant: before the put, or after it.
+            assert!(back == [1, 2] || back == [2, 3], "took {back:?}");
+            p.join().unwrap();
+            let mut got = back;
+            got.extend(drain(&r));
+            got.sort_unstable();
+            assert_eq!(got, vec![1, 2, 3]);
+            assert!(r.is_empty());
+        });
+    }
+}
+
+/// A newest-first dequeue racing a FIFO consumer whose take completes a
+/// batch, so that its invalidation runs too: the consumer gets the oldest,
+/// the take-back the newest, nothing twice, and the ring takes its whole
+/// capacity again afterwards.
+#[test]
+fn take_back_vs_fifo_consumer_exactly_once() {
+    model(|| {
+        let r = ring(4, 2);
+        // One object in and out first: the consumer's next take makes the
+        // lag a batch and clears, racing the take-back.
+        r.enqueue_bulk(&[obj(9)]).unwrap();
+        assert_eq!(take(&r, 1), vec![9]);
+        r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
+        let c = {
+            let r = r.clone();
+            thread::spawn(move || take(&r, 1))
+        };
+        let mut back = vec![core::ptr::null_mut(); 2];
+        r.dequeue_newest_bulk(&mut back).unwrap();
+        assert_eq!(back, [obj(2), obj(3)]);
+        assert_eq!(c.join().unwrap(), vec![1]);
+        assert!(r.is_empty());
+        let all: Vec<_> = (10..14).map(obj).collect();
+        r.enqueue_bulk(&all).unwrap();
+        assert_eq!(drain(&r), vec![10, 11, 12, 13]);
+    });
+}
+
+/// Two newest-first dequeues and a producer: each bulk whole, nothing
+/// twice, and the ring's length right after them.
+#[test]
+fn two_take_backs_and_a_producer_exactly_once() {
+    model(|| {
+        let r = ring(4, 2);
+        r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
+        let hs: Vec<_> = (0..2)
+            .map(|k| {
+                let r = r.clone();
+                thread::spawn(move || {
+                    if k == 1 {
+                        put(&r, &[obj(4)]);
+                    }
+                    let mut out = vec![core::ptr::null_mut(); 2];
+                    r.dequeue_newest_bulk(&mut out)
+                        .map(|_| out.iter().map(|&p| p as usize).collect::<Vec<_>>())
+                        .unwrap_or_default()
+                })
+            })
+            .collect();
+        let mut got: Vec<usize> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        assert_eq!(r.len(), 4 - got.len());
+        got.extend(drain(&r));
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2, 3, 4]);
+    });
+}
+
+/// `is_empty` while a newest-first dequeue takes one of two objects: never
+/// "empty".
+#[test]
+fn is_empty_never_false_during_a_take_back() {
+    model(|| {
+        let r = ring(4, 2);
+        r.enqueue_bulk(&[obj(1), obj(2)]).unwrap();
+        let t = {
+            let r = r.clone();
+            thread::spawn(move || {
+                let mut out = vec![core::ptr::null_mut(); 1];
+                r.dequeue_newest_bulk(&mut out).unwrap();
+                out[0] as usize
+            })
+        };
+        thread::yield_now();
+        assert!(!r.is_empty(), "false empty with an object in the ring");
+        assert_eq!(t.join().unwrap(), 2);
+        assert_eq!(drain(&r), vec![1]);
+    });
+}

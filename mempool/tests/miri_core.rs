@@ -180,3 +180,43 @@ fn ring_wraps_and_invalidates() {
     r.enqueue_bulk(&[objs.obj(1)]).unwrap();
     assert_eq!(r.dequeue_burst(&mut out), 1);
 }
+
+/// Newest-first dequeues: the take-back's copy-out (plain reads) and its
+/// clears beside the FIFO path's, across the wrap, on a pool of each kind.
+#[test]
+fn newest_first_takes_back_across_the_wrap() {
+    let r = HeapRing::new(RingLayout::with_batch(3, 2).unwrap());
+    let mut objs = Objects::new(8);
+    for i in 0..6 {
+        r.enqueue_bulk_as(1, &[objs.obj(i), objs.obj(i + 1)])
+            .unwrap();
+        let mut one = [null_mut(); 1];
+        r.dequeue_newest_bulk(&mut one).unwrap();
+        assert_eq!(one, [objs.obj(i + 1)]);
+        r.dequeue_bulk(&mut one).unwrap();
+        assert_eq!(one, [objs.obj(i)]);
+        assert!(r.is_empty());
+    }
+    for cache in [0, 2] {
+        let pool = HeapPool::new(&PoolConfig {
+            cache_size: Some(cache),
+            newest_first: true,
+            ..small(8, false)
+        })
+        .unwrap();
+        let mut objs = Objects::new(8);
+        populate(&pool, &mut objs, 8);
+        let mut o = [null_mut(); 3];
+        // SAFETY: one thread uses lcore 0.
+        unsafe {
+            // Oldest first (the populating puts named nobody), then lcore
+            // 0's own objects back.
+            for _ in 0..3 {
+                pool.get(0, &mut o).unwrap();
+                pool.put(0, &o).unwrap();
+            }
+            pool.flush_lcore(0).unwrap();
+        }
+        assert_eq!(pool.inflight(), 0);
+    }
+}

@@ -295,3 +295,87 @@ fn the_fast_paths_and_the_checked_paths_find_the_same_cache() {
         assert_conserved(&pool);
     }
 }
+
+/// `newest_first`: a get by the lcore whose put was the ring's last takes
+/// those objects back first; other lcores and callers without a slot get
+/// the oldest; the fast paths refuse such a pool, and the counts stay exact.
+#[test]
+fn newest_first_gives_an_lcore_back_what_it_put_last() {
+    let pool = populated_pool(
+        PoolConfig {
+            max_lcores: 2,
+            cache_size: Some(0),
+            newest_first: true,
+            ..PoolConfig::new(64)
+        },
+        0,
+    );
+    assert!(pool.newest_first());
+    let mut two = [null_mut(); 2];
+    // SAFETY: one thread uses every lcore id here.
+    unsafe {
+        // The fast paths leave it to the checked entry.
+        assert!(!pool.try_get_direct(0, &mut two));
+        assert!(!pool.try_get_shared(&mut two));
+        // Lcore 0 put every object, the 63rd last.
+        pool.get(0, &mut two).unwrap();
+        assert_eq!(two, [obj(62), obj(63)]);
+        // Lcore 1 put nothing: the oldest.
+        let mut one = [null_mut()];
+        pool.get(1, &mut one).unwrap();
+        assert_eq!(one, [obj(0)]);
+        // Lcore 0 again, and now its put back comes back first.
+        pool.put(0, &two[..1]).unwrap();
+        pool.get(0, &mut one).unwrap();
+        assert_eq!(one, [obj(62)]);
+        // Once lcore 1 has put last, lcore 0 gets the oldest.
+        pool.put(1, &[obj(0)]).unwrap();
+        pool.get(0, &mut one).unwrap();
+        assert_eq!(one, [obj(1)]);
+        // A caller without a slot: the oldest, and its put names nobody.
+        pool.get_shared(&mut two).unwrap();
+        assert_eq!(two, [obj(2), obj(3)]);
+        pool.put_shared(&two).unwrap();
+        pool.get(1, &mut one).unwrap();
+        assert_eq!(one, [obj(3)], "lcore 1's put was still the last named");
+        assert_eq!(pool.inflight(), 4);
+        pool.put(1, &[obj(1), obj(3), obj(62), obj(63)]).unwrap();
+    }
+    assert_eq!(pool.inflight(), 0);
+    assert_conserved(&pool);
+    assert_exactly_once(&pool);
+}
+
+/// With the handler cache on, a refill by the lcore that flushed last
+/// takes back what it flushed.
+#[test]
+fn newest_first_refills_an_lcore_with_what_it_flushed() {
+    let pool = populated_pool(
+        PoolConfig {
+            max_lcores: 2,
+            cache_size: Some(8),
+            newest_first: true,
+            ..PoolConfig::new(64)
+        },
+        1,
+    );
+    let mut mine = vec![null_mut(); 40];
+    // SAFETY: one thread uses every lcore id here.
+    unsafe {
+        pool.get(0, &mut mine).unwrap();
+        // Back through lcore 0's cache: its flushes name it.
+        for o in mine.chunks(4) {
+            pool.put(0, o).unwrap();
+        }
+        assert_eq!(pool.ring().last_putter(), 0);
+        // Empty the cache into the ring, then refill: the newest objects,
+        // all of them among those lcore 0 put.
+        pool.flush_lcore(0).unwrap();
+        let mut got = [null_mut(); 6];
+        pool.get(0, &mut got).unwrap();
+        assert!(got.iter().all(|o| mine.contains(o)), "{got:?}");
+        pool.put(0, &got).unwrap();
+    }
+    assert_eq!(pool.inflight(), 0);
+    assert_conserved(&pool);
+}

@@ -27,12 +27,20 @@ struct Shared {
 
 impl Shared {
     fn new(cache: usize, validate: bool) -> Arc<Shared> {
+        Shared::with(PoolConfig {
+            cache_size: Some(cache),
+            validate,
+            ..PoolConfig::new(OBJECTS)
+        })
+    }
+
+    /// A pool of `cfg` (its object count `OBJECTS`), lcores 0 and 1 with
+    /// a slot.
+    fn with(cfg: PoolConfig) -> Arc<Shared> {
         let pool = populated_pool(
             PoolConfig {
                 max_lcores: 2,
-                cache_size: Some(cache),
-                validate,
-                ..PoolConfig::new(OBJECTS)
+                ..cfg
             },
             0,
         );
@@ -99,7 +107,11 @@ fn bulk(x: &mut u64) -> usize {
 }
 
 fn alloc_here_free_there(cache: usize, validate: bool) {
-    let sh = Shared::new(cache, validate);
+    alloc_here_free_there_in(Shared::new(cache, validate));
+}
+
+fn alloc_here_free_there_in(sh: Arc<Shared>) {
+    let (cache, validate) = (sh.pool.cache_size(), sh.pool.validating());
     let stop = Arc::new(AtomicBool::new(false));
     struct Send(Vec<*mut c_void>);
     // SAFETY: the pointers are plain addresses, never dereferenced.
@@ -157,12 +169,45 @@ fn alloc_on_one_lcore_free_on_the_other_no_cache() {
     alloc_here_free_there(0, false);
 }
 
+/// Newest-first gets (`PoolConfig::newest_first`): the getting lcore never
+/// put, so its gets stay oldest first, beside the putting lcore's puts that
+/// name it.
+#[test]
+fn alloc_on_one_lcore_free_on_the_other_newest_first() {
+    for cache in [0, 32] {
+        alloc_here_free_there_in(Shared::with(PoolConfig {
+            cache_size: Some(cache),
+            newest_first: true,
+            ..PoolConfig::new(OBJECTS)
+        }));
+    }
+}
+
 #[test]
 fn same_thread_recycling_on_an_lcore_and_the_ring_path() {
-    let sh = Shared::new(64, false);
+    recycling(Shared::new(64, false), &[0, u32::MAX]);
+}
+
+/// Two lcores and a thread without a slot each recycling on a newest-first
+/// pool: takes back from the producer end (both locks) racing FIFO gets,
+/// puts naming their lcore and plain ones.
+#[test]
+fn recycling_on_two_lcores_and_the_ring_path_newest_first() {
+    for cache in [0, 32] {
+        let sh = Shared::with(PoolConfig {
+            cache_size: Some(cache),
+            newest_first: true,
+            ..PoolConfig::new(OBJECTS)
+        });
+        recycling(sh, &[0, 1, u32::MAX]);
+    }
+}
+
+fn recycling(sh: Arc<Shared>, lcores: &[u32]) {
     let stop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<_> = [0u32, u32::MAX]
-        .into_iter()
+    let workers: Vec<_> = lcores
+        .iter()
+        .copied()
         .map(|lcore| {
             let (sh, stop) = (Arc::clone(&sh), Arc::clone(&stop));
             std::thread::spawn(move || {
@@ -194,5 +239,10 @@ fn same_thread_recycling_on_an_lcore_and_the_ring_path() {
     assert_eq!(sh.pool.inflight(), 0);
     assert_conserved(&sh.pool);
     assert_exactly_once(&sh.pool);
-    eprintln!("recycling: {} objects", sh.moved.load(Ordering::Relaxed));
+    eprintln!(
+        "recycling on {lcores:?}, cache {}, newest first {}: {} objects",
+        sh.pool.cache_size(),
+        sh.pool.newest_first(),
+        sh.moved.load(Ordering::Relaxed)
+    );
 }

@@ -17,7 +17,8 @@ extern "C" {
 /* Per-pool settings: pass a pointer to one as the pool_config argument of
  * rte_mempool_set_ops_byname(mp, "ptr_ring", &cfg). It is read once, when the
  * pool is populated, and must live until then. A field left at -1 keeps the
- * process-wide default (PTR_RING_CACHE_SIZE, PTR_RING_VALIDATE); a NULL
+ * process-wide default (PTR_RING_CACHE_SIZE, PTR_RING_VALIDATE,
+ * PTR_RING_ORDER); a NULL
  * pool_config keeps them all. Anything else out of range makes the populate
  * fail with -EINVAL and a log line naming the field. */
 #define PTR_RING_POOL_CONFIG_VERSION 1
@@ -27,11 +28,18 @@ struct ptr_ring_pool_config {
 	int32_t cache_size; /* handler per-lcore cache: -1 default, 0 off,
 			     * N objects (N <= min(512, pool size / 1.5)) */
 	int32_t validate;   /* validation mode: -1 default, 0 off, 1 on */
-	uint32_t reserved;  /* 0 */
+	int32_t order;      /* the order gets hand objects out in: -1 or 0
+			     * default, or PTR_RING_ORDER_* below (0 was
+			     * "reserved" before: old code keeps the default) */
 };
 
+/* ptr_ring_pool_config.order */
+#define PTR_RING_ORDER_OLDEST_FIRST 1 /* every get takes the oldest objects */
+#define PTR_RING_ORDER_NEWEST_FIRST 2 /* an lcore gets back first what it put
+				       * last, the others the oldest */
+
 #define PTR_RING_POOL_CONFIG_DEFAULT \
-	{ PTR_RING_POOL_CONFIG_VERSION, -1, -1, 0 }
+	{ PTR_RING_POOL_CONFIG_VERSION, -1, -1, -1 }
 
 /* Values of ptr_ring_stats.state. */
 #define PTR_RING_STATE_ACTIVE   0 /* serving gets and puts */

@@ -130,11 +130,16 @@ pub(crate) fn register_ops() -> bool {
             TELEMETRY.call_once(telemetry::register);
             log!(
                 Level::Info,
-                "mempool ops \"{}\" registered at index {idx} (validation {}, cache {})",
+                "mempool ops \"{}\" registered at index {idx} (validation {}, cache {}, {})",
                 ops::OPS_NAME,
                 if s.validate { "on" } else { "off" },
                 s.cache_size
-                    .map_or("default".to_string(), |c| c.to_string())
+                    .map_or("default".to_string(), |c| c.to_string()),
+                if s.newest_first {
+                    "newest first"
+                } else {
+                    "oldest first"
+                }
             );
             true
         }

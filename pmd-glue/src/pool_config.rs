@@ -28,11 +28,21 @@ pub struct PoolConfigArg {
     pub cache_size: i32,
     /// Validation mode: -1 the default, 0 off, 1 on.
     pub validate: i32,
-    /// Must be 0.
-    pub reserved: u32,
+    /// The order gets hand objects out in: -1 or 0 the default,
+    /// [`ORDER_OLDEST_FIRST`], [`ORDER_NEWEST_FIRST`]
+    /// ([`PoolConfig::newest_first`]). 0 is a default too: the field was
+    /// `reserved` (always 0) before it had a meaning.
+    pub order: i32,
 }
 
-// The C header declares the same four 32-bit fields.
+/// `order`: every get takes the ring's oldest objects (`PTR_RING_ORDER_OLDEST_FIRST`).
+pub const ORDER_OLDEST_FIRST: i32 = 1;
+/// `order`: an lcore gets back the objects it put last first
+/// (`PTR_RING_ORDER_NEWEST_FIRST`).
+pub const ORDER_NEWEST_FIRST: i32 = 2;
+
+// The C header declares the same four 32-bit fields (the last one was
+// `reserved`, always 0, before it was `order`: 0 still means the default).
 const _: () = assert!(core::mem::size_of::<PoolConfigArg>() == 16);
 
 impl PoolConfigArg {
@@ -41,7 +51,7 @@ impl PoolConfigArg {
         version: VERSION,
         cache_size: -1,
         validate: -1,
-        reserved: 0,
+        order: -1,
     };
 
     /// Applies the fields that are set to `cfg` (whose object count is the
@@ -53,9 +63,6 @@ impl PoolConfigArg {
                 "version {} (this build understands {VERSION})",
                 self.version
             ));
-        }
-        if self.reserved != 0 {
-            return bad(format!("reserved field is {}, must be 0", self.reserved));
         }
         match self.cache_size {
             -1 => {}
@@ -75,6 +82,17 @@ impl PoolConfigArg {
             -1 => {}
             0 | 1 => cfg.validate = self.validate == 1,
             v => return bad(format!("validate {v} (-1 default, 0 off, 1 on)")),
+        }
+        match self.order {
+            -1 | 0 => {}
+            ORDER_OLDEST_FIRST => cfg.newest_first = false,
+            ORDER_NEWEST_FIRST => cfg.newest_first = true,
+            o => {
+                return bad(format!(
+                    "order {o} (-1 or 0 default, {ORDER_OLDEST_FIRST} oldest first, \
+                     {ORDER_NEWEST_FIRST} newest first)"
+                ))
+            }
         }
         Ok(())
     }
@@ -128,6 +146,23 @@ mod tests {
         a.apply(&mut c).unwrap();
         assert_eq!(c.cache_size, Some(128));
         assert!(c.validate);
+        assert!(!c.newest_first);
+        for (order, newest) in [(ORDER_NEWEST_FIRST, true), (0, true), (-1, true)] {
+            PoolConfigArg {
+                order,
+                ..PoolConfigArg::DEFAULT
+            }
+            .apply(&mut c)
+            .unwrap();
+            assert_eq!(c.newest_first, newest, "order {order}");
+        }
+        PoolConfigArg {
+            order: ORDER_OLDEST_FIRST,
+            ..PoolConfigArg::DEFAULT
+        }
+        .apply(&mut c)
+        .unwrap();
+        assert!(!c.newest_first);
     }
 
     #[test]
@@ -138,7 +173,11 @@ mod tests {
                 ..PoolConfigArg::DEFAULT
             },
             PoolConfigArg {
-                reserved: 1,
+                order: 3,
+                ..PoolConfigArg::DEFAULT
+            },
+            PoolConfigArg {
+                order: -2,
                 ..PoolConfigArg::DEFAULT
             },
             PoolConfigArg {

@@ -12,6 +12,13 @@
 //!   `mempool::config::MAX_CACHE_SIZE`: reported and clamped; a size too big
 //!   for one pool is reported and clamped when that pool is created.
 //!
+//! * `PTR_RING_ORDER=newest-first`: gets hand an lcore the objects it put
+//!   last first (`mempool::PoolConfig::newest_first`) in every pool created
+//!   afterwards; `oldest-first` (the default) keeps every get oldest first.
+//!   Also `newest` / `lifo` and `oldest` / `fifo`, any case. Anything else
+//!   is reported and leaves the default. A pool's `struct
+//!   ptr_ring_pool_config` overrides it.
+//!
 //! Every value that is not used as given is logged as a warning naming the
 //! value and what is used instead.
 
@@ -33,6 +40,8 @@ pub struct Settings {
     pub validate: bool,
     /// Explicit per-lcore cache size.
     pub cache_size: Option<usize>,
+    /// Newest-first gets for new pools.
+    pub newest_first: bool,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -81,18 +90,40 @@ pub fn parse_cache_size(raw: Option<&str>) -> (Option<usize>, Option<String>) {
     }
 }
 
-/// Parses both settings from `get(name)`; returns them and the warnings.
+/// `PTR_RING_ORDER`: whether new pools get newest first, and a warning
+/// when `raw` was not understood.
+pub fn parse_order(raw: Option<&str>) -> (bool, Option<String>) {
+    let Some(raw) = raw else {
+        return (false, None);
+    };
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "newest-first" | "newest_first" | "newest" | "lifo" => (true, None),
+        "" | "oldest-first" | "oldest_first" | "oldest" | "fifo" => (false, None),
+        _ => (
+            false,
+            Some(format!(
+                "PTR_RING_ORDER={raw:?} is not newest-first (newest, lifo) or oldest-first \
+                 (oldest, fifo): gets stay oldest first"
+            )),
+        ),
+    }
+}
+
+/// Parses every setting from `get(name)`; returns them and the warnings.
 pub fn parse(get: impl Fn(&str) -> Option<String>) -> (Settings, Vec<String>) {
     let v = get("PTR_RING_VALIDATE");
     let c = get("PTR_RING_CACHE_SIZE");
+    let o = get("PTR_RING_ORDER");
     let (validate, w1) = parse_validate(v.as_deref());
     let (cache_size, w2) = parse_cache_size(c.as_deref());
+    let (newest_first, w3) = parse_order(o.as_deref());
     (
         Settings {
             validate,
             cache_size,
+            newest_first,
         },
-        w1.into_iter().chain(w2).collect(),
+        w1.into_iter().chain(w2).chain(w3).collect(),
     )
 }
 
@@ -129,6 +160,23 @@ mod tests {
             assert!(w.contains(&format!("{bad:?}")), "names the value: {w}");
             assert!(w.contains("validation stays off"), "says what is used: {w}");
         }
+    }
+
+    #[test]
+    fn order_values() {
+        for newest in ["newest-first", "NEWEST", " lifo ", "newest_first"] {
+            assert_eq!(parse_order(Some(newest)), (true, None), "{newest:?}");
+        }
+        for oldest in ["oldest-first", "fifo", "Oldest", ""] {
+            assert_eq!(parse_order(Some(oldest)), (false, None), "{oldest:?}");
+        }
+        assert_eq!(parse_order(None), (false, None));
+        let (v, w) = parse_order(Some("stack"));
+        assert!(!v);
+        let w = w.expect("an unknown order warns");
+        assert!(w.contains("\"stack\"") && w.contains("oldest first"), "{w}");
+        let (s, warnings) = parse(|k| (k == "PTR_RING_ORDER").then(|| "newest".to_string()));
+        assert!(s.newest_first && warnings.is_empty());
     }
 
     #[test]

@@ -91,6 +91,15 @@ pub fn pool_stats(name: &CStr) -> Option<Vec<(&'static str, StatValue)>> {
         ("release", U64(counts.release().into())),
         ("handler_cache_size", U64(s.cache_size as u64)),
         ("ring_mode", Str(z.core.ring().mode_name().to_string())),
+        (
+            "order",
+            Str(if z.core.newest_first() {
+                "newest_first"
+            } else {
+                "oldest_first"
+            }
+            .to_string()),
+        ),
         // Ring locks taken over from a process that died holding them, by
         // any process; and whether a failed repair left a side refusing.
         (

@@ -10,7 +10,9 @@
 //! virtio-user vdev) transmits from pool `i`, made with handler `i` and
 //! DPDK's cache of `--cache` on each (or that of the entry, `NAME:CACHE`:
 //! `ptr_ring:0` with `PTR_RING_CACHE_SIZE=250` in the environment puts
-//! the handler's own cache in the place of DPDK's on that pool alone).
+//! the handler's own cache in the place of DPDK's on that pool alone;
+//! `ptr_ring-newest` is `ptr_ring` with newest-first gets on its pool, set
+//! through its `struct ptr_ring_pool_config`).
 //! The lcore switches between them every `--window-ms`, in the order A B
 //! B A (A B C C B A with three), so every handler runs in every second
 //! under the same level.
@@ -34,13 +36,14 @@ use std::os::raw::{c_char, c_int};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use bench::pool_config::{PtrRingPoolConfig, PTR_RING_NEWEST};
 use dpdk_sys as sys;
 
 const HELP: &str =
     "usage: vhost_pair --handlers A[:CACHE],B[:CACHE][,C,D] [--burst 512] [--window-ms 100] \
 [--block-ms 1000] [--blocks 10] [--warmup 1] [--mbufs 16384] [--cache 250] [--wait] -- EAL ARGS
 (the EAL arguments give one port per handler, in the same order; CACHE: that pool's
-DPDK cache in place of --cache)";
+DPDK cache in place of --cache; ptr_ring-newest: ptr_ring with newest-first gets)";
 
 /// A 64-byte frame: Ethernet (locally administered addresses), IPv4 and
 /// UDP headers, zero payload.
@@ -71,6 +74,8 @@ struct Handler {
     ops: String,
     /// The pool's DPDK cache, when the entry gives one (else `--cache`).
     cache: Option<u32>,
+    /// `ptr_ring` with newest-first gets (entry `ptr_ring-newest`).
+    newest: bool,
 }
 
 impl Handler {
@@ -80,10 +85,12 @@ impl Handler {
             Some((ops, c)) => (ops, Some(c.parse().ok().filter(|&c| c <= 512)?)),
             None => (entry, None),
         };
+        let newest = ops == PTR_RING_NEWEST;
         (!ops.is_empty()).then(|| Handler {
             entry: entry.to_string(),
-            ops: ops.to_string(),
+            ops: if newest { "ptr_ring" } else { ops }.to_string(),
             cache,
+            newest,
         })
     }
 }
@@ -202,22 +209,74 @@ fn check(r: c_int, what: &str) -> Result<(), String> {
     }
 }
 
+/// An mbuf pool `name` of `n` mbufs with DPDK's cache `cache`, on
+/// `ptr_ring` with newest-first gets: what `rte_pktmbuf_pool_create_by_ops`
+/// does, with the handler's `pool_config` set. Null, with `rte_errno`
+/// set, on failure.
+fn newest_pool(name: &CStr, n: u32, cache: u32) -> *mut sys::rte_mempool {
+    let data_room = sys::RTE_MBUF_DEFAULT_BUF_SIZE;
+    let elt = std::mem::size_of::<sys::rte_mbuf>() as u32 + data_room;
+    let priv_size = std::mem::size_of::<sys::rte_pktmbuf_pool_private>() as u32;
+    let cfg = PtrRingPoolConfig::new(-1, true);
+    let mut pool_priv = sys::rte_pktmbuf_pool_private {
+        mbuf_data_room_size: data_room as u16,
+        mbuf_priv_size: 0,
+        flags: 0,
+    };
+    // SAFETY: EAL is initialised; `name` and `cfg` outlive the calls
+    // (the handler reads `cfg` at populate); the callbacks are DPDK's own.
+    unsafe {
+        let mp = sys::rte_mempool_create_empty(
+            name.as_ptr(),
+            n,
+            elt,
+            cache,
+            priv_size,
+            sys::rte_socket_id() as c_int,
+            0,
+        );
+        if mp.is_null() {
+            return mp;
+        }
+        let ops = c"ptr_ring";
+        let cfg_ptr = (&cfg as *const PtrRingPoolConfig).cast_mut().cast();
+        if sys::rte_mempool_set_ops_byname(mp, ops.as_ptr(), cfg_ptr) != 0 {
+            sys::rte_mempool_free(mp);
+            return core::ptr::null_mut();
+        }
+        sys::rte_pktmbuf_pool_init(
+            mp,
+            (&mut pool_priv as *mut sys::rte_pktmbuf_pool_private).cast(),
+        );
+        if sys::rte_mempool_populate_default(mp) < 0 {
+            sys::rte_mempool_free(mp);
+            return core::ptr::null_mut();
+        }
+        sys::rte_mempool_obj_iter(mp, Some(sys::rte_pktmbuf_init), core::ptr::null_mut());
+        mp
+    }
+}
+
 /// Pool `i` (`vhost_pair_i`) with handler `h`, and port `i` started with
 /// it.
 fn setup(i: u16, h: &Handler, o: &Opts) -> Result<*mut sys::rte_mempool, String> {
     let name = CString::new(format!("vhost_pair_{i}")).expect("no NUL");
     let ops = CString::new(h.ops.as_str()).map_err(|e| e.to_string())?;
-    // SAFETY: EAL is initialised; the strings outlive the call.
-    let mp = unsafe {
-        sys::rte_pktmbuf_pool_create_by_ops(
-            name.as_ptr(),
-            o.mbufs,
-            h.cache.unwrap_or(o.cache),
-            0,
-            sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
-            sys::rte_socket_id() as c_int,
-            ops.as_ptr(),
-        )
+    let mp = if h.newest {
+        newest_pool(&name, o.mbufs, h.cache.unwrap_or(o.cache))
+    } else {
+        // SAFETY: EAL is initialised; the strings outlive the call.
+        unsafe {
+            sys::rte_pktmbuf_pool_create_by_ops(
+                name.as_ptr(),
+                o.mbufs,
+                h.cache.unwrap_or(o.cache),
+                0,
+                sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+                sys::rte_socket_id() as c_int,
+                ops.as_ptr(),
+            )
+        }
     };
     if mp.is_null() {
         return Err(format!(

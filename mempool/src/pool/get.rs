@@ -186,7 +186,7 @@ impl PoolCore {
     /// pool's flag as the caller read it before any atomic.
     #[inline(always)]
     fn shared_get(&self, direct: bool, out: &mut [*mut c_void]) -> bool {
-        if self.hdr.validate || !self.shutdown.state().serves_gets() {
+        if self.hdr.checked || !self.shutdown.state().serves_gets() {
             return false;
         }
         let ring = self.ring();
@@ -293,7 +293,7 @@ impl PoolCore {
                 if c.try_get(out) {
                     Ok(())
                 } else {
-                    self.get_slow(c, out)
+                    self.get_slow(lcore, c, out)
                 }
             },
             None => self.get_ring(out),
@@ -317,9 +317,15 @@ impl PoolCore {
         Ok(())
     }
 
-    /// Get that missed the fast path: refill, or an oversized bulk.
+    /// Get that missed the fast path: refill, or an oversized bulk, by
+    /// lcore `lcore`, whose cache `c` is.
     #[inline(never)]
-    unsafe fn get_slow(&self, c: &LcoreCache, out: &mut [*mut c_void]) -> Result<(), PoolError> {
+    unsafe fn get_slow(
+        &self,
+        lcore: u32,
+        c: &LcoreCache,
+        out: &mut [*mut c_void],
+    ) -> Result<(), PoolError> {
         let state = self.shutdown.state();
         if !state.serves_gets() {
             return Err(PoolError::NotActive { state });
@@ -329,8 +335,17 @@ impl PoolCore {
         let limit = c.limit();
         if n <= limit {
             // Refill in one burst to half a cache above the request.
+            let newest = self.takes_newest(lcore);
             // SAFETY: the caller owns the cache; target <= limit <= cache_size.
-            unsafe { c.refill(ring, limit.min(n + limit / 2)) };
+            unsafe {
+                c.refill(limit.min(n + limit / 2), |room| {
+                    if newest {
+                        ring.dequeue_newest_burst(room)
+                    } else {
+                        ring.dequeue_burst(room)
+                    }
+                })
+            };
             if c.len() >= n {
                 // SAFETY: owner; checked just above.
                 unsafe { c.pop(out) };
@@ -344,11 +359,15 @@ impl PoolCore {
         // Oversized: the ring supplies what the cache lacks, all or nothing.
         let have = c.len();
         let need = n - have;
-        ring.dequeue_bulk(&mut out[..need])
-            .map_err(|_| PoolError::Exhausted {
-                requested: n,
-                available: have + ring.len(),
-            })?;
+        let taken = if self.takes_newest(lcore) {
+            ring.dequeue_newest_bulk(&mut out[..need])
+        } else {
+            ring.dequeue_bulk(&mut out[..need])
+        };
+        taken.map_err(|_| PoolError::Exhausted {
+            requested: n,
+            available: have + ring.len(),
+        })?;
         // SAFETY: owner; `out[need..]` has exactly `have` slots.
         unsafe { c.take_all_uncounted(&mut out[need..]) };
         // A direct pool (no cache, so `have` is 0) counts by the ring.
@@ -356,6 +375,14 @@ impl PoolCore {
             c.count_hold(n);
         }
         Ok(())
+    }
+
+    /// Whether a get by `lcore` takes the ring's newest objects: a
+    /// newest-first pool whose ring's last put was `lcore`'s (read as a
+    /// hint: either answer is correct, only the order differs).
+    #[inline(always)]
+    fn takes_newest(&self, lcore: u32) -> bool {
+        self.hdr.newest_first && self.ring().last_putter() == lcore
     }
 
     #[inline(never)]

@@ -81,6 +81,8 @@ const LAYOUT: &[usize] = &[
     offset_of!(Header, lcore_stride),
     offset_of!(Header, direct),
     offset_of!(Header, validate),
+    offset_of!(Header, checked),
+    offset_of!(Header, newest_first),
     offset_of!(Header, layout),
     HEADER_BYTES,
     HEADER_ALIGN,
@@ -129,6 +131,7 @@ const LAYOUT: &[usize] = &[
     offset_of!(PoolConfig, warn_period_ns),
     offset_of!(PoolConfig, single_producer),
     offset_of!(PoolConfig, single_consumer),
+    offset_of!(PoolConfig, newest_first),
     size_of::<RingLayout>(),
     align_of::<RingLayout>(),
     // The ring: its header and its slots.

@@ -110,6 +110,12 @@ struct Header {
     /// paths of an EAL lcore go straight to the ring.
     direct: bool,
     validate: bool,
+    /// Validation mode or newest-first gets: the fast paths for callers
+    /// without a slot refuse, as those for lcores do (`fast_lcores` 0),
+    /// and every call takes the checked entry.
+    checked: bool,
+    /// [`PoolConfig::newest_first`](crate::PoolConfig::newest_first).
+    newest_first: bool,
     layout: PoolLayout,
 }
 
@@ -219,5 +225,11 @@ impl PoolCore {
     /// Whether validation mode is on.
     pub fn validating(&self) -> bool {
         self.hdr.validate
+    }
+
+    /// Whether gets hand an lcore the objects it put last first
+    /// ([`PoolConfig::newest_first`](crate::PoolConfig::newest_first)).
+    pub fn newest_first(&self) -> bool {
+        self.hdr.newest_first
     }
 }

@@ -152,7 +152,7 @@ impl PoolCore {
     /// pool's flag as the caller read it before any atomic.
     #[inline(always)]
     fn shared_put(&self, direct: bool, objs: &[*mut c_void]) -> bool {
-        if self.hdr.validate || !self.shutdown.state().takes_puts() {
+        if self.hdr.checked || !self.shutdown.state().takes_puts() {
             return false;
         }
         let ring = self.ring();
@@ -270,7 +270,7 @@ impl PoolCore {
                 if c.try_put(objs) {
                     Ok(())
                 } else {
-                    self.put_slow(c, objs)
+                    self.put_slow(lcore, c, objs)
                 }
             },
             None => self.put_ring(objs),
@@ -302,9 +302,14 @@ impl PoolCore {
     }
 
     /// Put that missed the fast path: cache full, cache closed (draining) or
-    /// disabled.
+    /// disabled, by lcore `lcore`, whose cache `c` is.
     #[inline(never)]
-    unsafe fn put_slow(&self, c: &LcoreCache, objs: &[*mut c_void]) -> Result<(), PoolError> {
+    unsafe fn put_slow(
+        &self,
+        lcore: u32,
+        c: &LcoreCache,
+        objs: &[*mut c_void],
+    ) -> Result<(), PoolError> {
         let state = self.shutdown.state();
         if !state.takes_puts() {
             return Err(self.after_release(objs));
@@ -319,7 +324,7 @@ impl PoolCore {
                 // SAFETY: the caller owns the cache.
                 unsafe { c.flush_above(ring, 0) }.map_err(|e| put_error(e, c.len()))?;
             }
-            ring.enqueue_bulk(objs).map_err(|e| put_error(e, n))?;
+            self.ring_put(lcore, objs).map_err(|e| put_error(e, n))?;
             // The last touch of the pool (see `put_ring`): don't touch the
             // pool after this. A direct pool counts by the ring instead.
             if !self.hdr.direct {
@@ -330,11 +335,24 @@ impl PoolCore {
         // Full: flush the top of the stack in one bulk, keep at most half.
         let keep = c.len().min(limit / 2).min(limit - n);
         // SAFETY: the caller owns the cache.
-        unsafe { c.flush_above(ring, keep) }.map_err(|e| put_error(e, c.len() - keep))?;
+        unsafe { c.flush_above_with(keep, |top| self.ring_put(lcore, top)) }
+            .map_err(|e| put_error(e, c.len() - keep))?;
         // `push` counts the release last: don't touch the pool after it.
         // SAFETY: owner; `keep + n <= limit <= cache_size`.
         unsafe { c.push(objs) };
         Ok(())
+    }
+
+    /// An lcore's put into the ring: on a newest-first pool naming the
+    /// lcore ([`PtrRing::enqueue_bulk_as`](crate::PtrRing::enqueue_bulk_as)),
+    /// so that its next get takes these objects back first.
+    #[inline(always)]
+    fn ring_put(&self, lcore: u32, objs: &[*mut c_void]) -> Result<(), RingError> {
+        if self.hdr.newest_first {
+            self.ring().enqueue_bulk_as(lcore, objs)
+        } else {
+            self.ring().enqueue_bulk(objs)
+        }
     }
 
     #[inline(never)]

@@ -71,12 +71,7 @@ impl PtrRing {
         if n == 0 {
             return Ok(());
         }
-        if n > self.hdr.config.capacity {
-            return Err(RingError::BulkTooLarge {
-                requested: n,
-                capacity: self.hdr.config.capacity,
-            });
-        }
+        self.fits(n)?;
         if n == 1 {
             out[0] = self
                 .dequeue_one_then(locked)
@@ -244,7 +239,7 @@ impl PtrRing {
     /// slot read full, so a dequeue that fails takes no line from a
     /// producer.
     #[inline(always)]
-    fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
+    pub(super) fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
         prefetch_runs_for_write((a, b));
         let (oa, ob) = out.split_at_mut(a.len());
         copy_run(a, oa);

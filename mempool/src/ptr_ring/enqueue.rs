@@ -75,12 +75,7 @@ impl PtrRing {
         if n == 0 {
             return Ok(());
         }
-        if n > self.hdr.config.capacity {
-            return Err(RingError::BulkTooLarge {
-                requested: n,
-                capacity: self.hdr.config.capacity,
-            });
-        }
+        self.fits(n)?;
         // Branch-free null scan (one test for the whole bulk), before the
         // lock; the position only on the error path.
         let null = if n <= SMALL_BULK_MAX {

@@ -42,8 +42,9 @@ impl PtrRing {
     /// Objects ever enqueued and dequeued, `(enqueued, dequeued)`, each
     /// wrapping at `usize::MAX`: every successful enqueue or dequeue
     /// advances one of them, so two equal readings mean that none happened
-    /// in between (the two counters are read one after the other, not as
-    /// one snapshot).
+    /// in between (the counters are read one after the other, not as one
+    /// snapshot). A newest-first dequeue moves `seq` back and counts its
+    /// objects on a total of its own, added to both.
     ///
     /// # Examples
     /// ```
@@ -62,9 +63,18 @@ impl PtrRing {
     pub fn totals(&self) -> (usize, usize) {
         // Relaxed: each counter's own value is all the caller compares;
         // no other memory is read on the strength of it.
+        let back = self.hdr.producer.taken_back.load(Ordering::Relaxed);
         (
-            self.hdr.producer.seq.load(Ordering::Relaxed),
-            self.hdr.consumer.head.load(Ordering::Relaxed),
+            self.hdr
+                .producer
+                .seq
+                .load(Ordering::Relaxed)
+                .wrapping_add(back),
+            self.hdr
+                .consumer
+                .head
+                .load(Ordering::Relaxed)
+                .wrapping_add(back),
         )
     }
 

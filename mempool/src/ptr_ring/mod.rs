@@ -7,7 +7,9 @@
 //! * A slot holding `0` is free, a slot holding an address is full. Producers
 //!   and consumers never read each other's index: the slots are the signal.
 //! * Indices are monotonically increasing sequence numbers (`usize`, never
-//!   reset); a slot is `seq & mask`. The ring size is a power of two.
+//!   reset); a slot is `seq & mask`. The ring size is a power of two. The
+//!   one exception, a newest-first dequeue, moves `seq` back over the
+//!   objects it takes, holding both locks (`newest.rs`).
 //! * Producers are serialised by the producer lock, consumers by the consumer
 //!   lock, each on its own cache line; the read-only configuration has a third.
 //!   A single-producer ring ([`RingLayout::with_single_producer`], DPDK's
@@ -74,6 +76,8 @@
 //! * `ring_layout.rs`: [`RingLayout`], the size, shape and mode of a ring before
 //!   its memory exists;
 //! * `enqueue.rs`, `dequeue.rs`: the producer and the consumer side;
+//! * `newest.rs`: dequeues that take the newest objects back from the
+//!   producer's end, and enqueues that name their caller;
 //! * `len.rs`: the lockless observers [`PtrRing::is_empty`] and
 //!   [`PtrRing::len`];
 //! * `repair.rs`: taking a side over from a process that died holding its
@@ -87,6 +91,7 @@ mod dequeue;
 mod enqueue;
 mod heap_ring;
 mod len;
+mod newest;
 mod repair;
 mod ring_layout;
 mod runs;
@@ -183,9 +188,20 @@ struct Producer {
     /// between `lock` and `seq`: the fast path's offsets do not move).
     takeovers: AtomicU32,
     /// Next slot to fill. Written only by the producer side (under `lock`,
-    /// or by the single producer); read locklessly by `len`.
+    /// or by the single producer), and moved back by a newest-first
+    /// dequeue (`newest.rs`, holding both locks); read locklessly by `len`.
     seq: AtomicUsize,
+    /// The id the last [`PtrRing::enqueue_bulk_as`] named ([`NOBODY`]
+    /// before the first; the plain enqueues leave it). Written under the
+    /// producer side; a hint, read locklessly.
+    last_putter: AtomicU32,
+    /// Objects ever taken back by newest-first dequeues (wrapping), so
+    /// that [`PtrRing::totals`] still only grow. Written under both locks.
+    taken_back: AtomicUsize,
 }
+
+/// [`PtrRing::last_putter`] when no enqueue named its caller.
+pub const NOBODY: u32 = u32::MAX;
 
 #[repr(C)]
 struct Consumer {
@@ -298,6 +314,8 @@ impl PtrRing {
                     lock: SpinLock::new(),
                     takeovers: AtomicU32::new(0),
                     seq: AtomicUsize::new(0),
+                    last_putter: AtomicU32::new(NOBODY),
+                    taken_back: AtomicUsize::new(0),
                 }),
                 consumer: CachePadded::new(Consumer {
                     lock: SpinLock::new(),
@@ -409,6 +427,19 @@ impl PtrRing {
             (false, true) => "MP/SC",
             (true, true) => "SP/SC",
         }
+    }
+
+    /// [`RingError::BulkTooLarge`] for a bulk of `n` above capacity: no
+    /// bulk of it could ever succeed.
+    #[inline(always)]
+    fn fits(&self, n: usize) -> Result<(), RingError> {
+        if n > self.hdr.config.capacity {
+            return Err(RingError::BulkTooLarge {
+                requested: n,
+                capacity: self.hdr.config.capacity,
+            });
+        }
+        Ok(())
     }
 
     #[inline(always)]

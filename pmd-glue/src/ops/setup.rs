@@ -41,6 +41,7 @@ pub(super) fn config_for(mp: *mut sys::rte_mempool) -> PoolConfig {
     let mut cfg = PoolConfig::new(objects);
     cfg.max_lcores = sys::RTE_MAX_LCORE;
     cfg.validate = s.validate;
+    cfg.newest_first = s.newest_first;
     // DPDK's single-producer / single-consumer pool flags (what makes
     // ring_mp_mc pools ring_sp_sc ones, e.g. `rte_mempool_create(...,
     // MEMPOOL_F_SP_PUT | MEMPOOL_F_SC_GET)`): the application promises one

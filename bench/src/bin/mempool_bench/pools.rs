@@ -15,18 +15,9 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::ptr::{null_mut, NonNull};
 
+use bench::pool_config::{PtrRingPoolConfig, PTR_RING_NEWEST};
 use bench::record::Side;
 use dpdk_sys as sys;
-
-/// `struct ptr_ring_pool_config` of `rte_mempool_ptr_ring.h`, version 1
-/// (mirrored here: the benchmark does not link the handler's crate).
-#[repr(C)]
-struct PtrRingPoolConfig {
-    version: u32,
-    cache_size: i32,
-    validate: i32,
-    reserved: u32,
-}
 
 /// `struct ptr_ring_stats` of `rte_mempool_ptr_ring.h`.
 #[repr(C)]
@@ -181,6 +172,8 @@ fn errno_name(e: c_int) -> String {
 /// An mbuf pool of `n` mbufs served by `handler` with the caches of `side`,
 /// proven to use that handler.
 fn create(handler: &str, side: Side, n: u32) -> Result<NonNull<sys::rte_mempool>, String> {
+    let newest = handler == PTR_RING_NEWEST;
+    let handler = if newest { "ptr_ring" } else { handler };
     let short: String = handler.chars().take(12).collect();
     let name = CString::new(format!(
         "bp_{short}_{}_{}",
@@ -210,12 +203,7 @@ fn create(handler: &str, side: Side, n: u32) -> Result<NonNull<sys::rte_mempool>
         )
     };
     let mp = NonNull::new(mp).ok_or_else(|| fail("rte_mempool_create_empty"))?;
-    let cfg = PtrRingPoolConfig {
-        version: 1,
-        cache_size: side.handler_cache,
-        validate: -1,
-        reserved: 0,
-    };
+    let cfg = PtrRingPoolConfig::new(side.handler_cache, newest);
     let cfg_ptr = if handler == "ptr_ring" {
         (&cfg as *const PtrRingPoolConfig)
             .cast_mut()
