@@ -377,6 +377,44 @@ impl PoolCore {
         Ok(())
     }
 
+    /// The get of a newest-first pool with the handler cache off
+    /// ([`PoolConfig::newest_first`](crate::PoolConfig::newest_first)), for
+    /// an lcore with a slot, without the checked entry: the ring's newest
+    /// objects when `lcore`'s put was its last, else its oldest; the
+    /// pool counts by the ring's totals, as every direct pool does.
+    /// `false`, having changed nothing, for any other pool or caller
+    /// (validation mode too), once the pool drains, and when the ring
+    /// holds too few: [`get`](PoolCore::get) then decides and reports.
+    /// The fast paths above refuse such a pool, so that the order is
+    /// never skipped; a caller tries this one first.
+    ///
+    /// # Safety
+    /// As for [`get`](PoolCore::get).
+    #[inline(always)]
+    pub unsafe fn try_get_newest(&self, lcore: u32, out: &mut [*mut c_void]) -> bool {
+        if !self.serves_newest(lcore) || !self.shutdown.state().serves_gets() {
+            return false;
+        }
+        let ring = self.ring();
+        if ring.last_putter() == lcore {
+            ring.dequeue_newest_bulk(out).is_ok()
+        } else {
+            ring.dequeue_bulk(out).is_ok()
+        }
+    }
+
+    /// Whether [`try_get_newest`](PoolCore::try_get_newest) /
+    /// [`try_put_newest`](PoolCore::try_put_newest) serve `lcore` on this
+    /// pool: newest first, the handler cache off, validation off, an lcore
+    /// with a slot.
+    #[inline(always)]
+    pub(super) fn serves_newest(&self, lcore: u32) -> bool {
+        self.hdr.newest_first
+            && self.hdr.direct
+            && !self.hdr.validate
+            && (lcore as usize) < self.hdr.max_lcores
+    }
+
     /// Whether a get by `lcore` takes the ring's newest objects: a
     /// newest-first pool whose ring's last put was `lcore`'s (read as a
     /// hint: either answer is correct, only the order differs).

@@ -343,6 +343,23 @@ impl PoolCore {
         Ok(())
     }
 
+    /// The put of a newest-first pool with the handler cache off, for an
+    /// lcore with a slot, without the checked entry: into the ring,
+    /// naming the lcore ([`PtrRing::enqueue_bulk_as`](crate::PtrRing::enqueue_bulk_as)).
+    /// `false`, having changed nothing, where
+    /// [`try_get_newest`](PoolCore::try_get_newest) is, and once the pool
+    /// takes no more puts or the ring refuses: [`put`](PoolCore::put) then
+    /// decides and reports.
+    ///
+    /// # Safety
+    /// As for [`put`](PoolCore::put).
+    #[inline(always)]
+    pub unsafe fn try_put_newest(&self, lcore: u32, objs: &[*mut c_void]) -> bool {
+        self.serves_newest(lcore)
+            && self.shutdown.state().takes_puts()
+            && self.ring().enqueue_bulk_as(lcore, objs).is_ok()
+    }
+
     /// An lcore's put into the ring: on a newest-first pool naming the
     /// lcore ([`PtrRing::enqueue_bulk_as`](crate::PtrRing::enqueue_bulk_as)),
     /// so that its next get takes these objects back first.

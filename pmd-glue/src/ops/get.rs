@@ -162,9 +162,22 @@ unsafe fn dequeue_shared(
 
 /// Every dequeue the fast paths did not serve: with the handler cache on,
 /// a refill or a caller without a slot; with it off, a draining pool or
-/// too few objects; validation mode; a pool that is not ours.
+/// too few objects; validation mode; a newest-first pool (its own route
+/// first); a pool that is not ours.
 #[inline(never)]
 unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
+    // A newest-first pool, whose gets the fast paths above refuse: its own
+    // route, without the checked entry, where it serves the caller.
+    // SAFETY: DPDK passes its own mempool, and room for `n` object
+    // pointers; the lcore id as in `put::enqueue`.
+    unsafe {
+        if let Some(z) = zone::attach_fast(mp) {
+            let out = core::slice::from_raw_parts_mut(objs, n as usize);
+            if z.core.try_get_newest(sys::lcore_id(), out) {
+                return 0;
+            }
+        }
+    }
     // SAFETY: DPDK passes its own mempool.
     let z = match unsafe { zone::attach(mp) } {
         Ok(z) => z,

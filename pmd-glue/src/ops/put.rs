@@ -188,6 +188,17 @@ unsafe fn enqueue_shared(
 /// not ours.
 #[inline(never)]
 unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
+    // A newest-first pool's own route (see `get::dequeue_slow`).
+    // SAFETY: DPDK passes its own mempool and `n` valid object pointers;
+    // the lcore id as in `enqueue`.
+    unsafe {
+        if let Some(z) = zone::attach_fast(mp) {
+            let objs = core::slice::from_raw_parts(objs, n as usize);
+            if z.core.try_put_newest(sys::lcore_id(), objs) {
+                return 0;
+            }
+        }
+    }
     // SAFETY: DPDK passes its own mempool.
     let z = match unsafe { zone::attach(mp) } {
         Ok(z) => z,
