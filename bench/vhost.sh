@@ -24,8 +24,10 @@
 #   pair      not testpmd: A is `vhost_pair` (bench/src/bin/vhost_pair.rs),
 #             txonly's loop with bursts of 512 over one virtio-user port per
 #             handler of BENCH_VHOST_PAIR_HANDLERS (default "ptr_ring
-#             ring_mp_mc stack"), port i from a pool of its own with handler
-#             i, the lcore switching between them every 100 ms (A B C C B A);
+#             ring_mp_mc stack ptr_ring-newest": the last is ptr_ring with
+#             newest-first gets on its pool), port i from a pool of its own
+#             with handler i, the lcore switching between them every 100 ms
+#             (A B C D D C B A);
 #             B is testpmd rxonly on as many vhost ports. Every handler runs
 #             in every second, so a level of the host (NOTES: "The vhost
 #             rows' two levels") moves all alike. Rate: each handler's
@@ -90,7 +92,7 @@ say() { printf 'bench: vhost [%3d s] %s\n' $((SECONDS - t0)) "$*"; }
 a_eal="-l 0,1 --main-lcore 0 $EAL_MEM --single-file-segments --no-pci"
 b_eal="--lcores 0@0,1@0 --main-lcore 0 $EAL_MEM --no-pci"
 common="--nb-cores=1 --total-num-mbufs=$mbufs --stats-period 1"
-read -r -a pair_handlers <<<"${BENCH_VHOST_PAIR_HANDLERS:-ptr_ring ring_mp_mc stack}"
+read -r -a pair_handlers <<<"${BENCH_VHOST_PAIR_HANDLERS:-ptr_ring ring_mp_mc stack ptr_ring-newest}"
 [[ " ${pair_handlers[*]} " == *" ptr_ring "* && " ${pair_handlers[*]} " == *" ring_mp_mc "* && ${#pair_handlers[@]} -le 4 ]] ||
     { echo "vhost: BENCH_VHOST_PAIR_HANDLERS: ptr_ring, ring_mp_mc and up to two more" >&2; exit 2; }
 pair_runs=${BENCH_VHOST_PAIR_RUNS:-$((2 * ${#pair_handlers[@]}))}
@@ -325,9 +327,14 @@ pair_variant() {
             read -r -a f <<<"$f"
             for ((i = 0; i + 1 < ${#f[@]}; i += 2)); do
                 h=${f[i]} x=${f[i + 1]}
-                # ptr_ring with its cache off and its share, the others
-                # with no cache of their own and no share.
-                [[ $h == ptr_ring ]] && hc=0 sh=$share ours=$x || hc=none sh=-1
+                # ptr_ring with its cache off and its share (newest first:
+                # its cache off, no share read), the others with no cache
+                # of their own and no share.
+                case $h in
+                ptr_ring) hc=0 sh=$share ours=$x ;;
+                ptr_ring-newest) hc=0 sh=-1 ;;
+                *) hc=none sh=-1 ;;
+                esac
                 [[ $h == ring_mp_mc ]] && base=$x
                 echo "e2e2,vhost-pair,$pv,$h,250,$hc,$round,$x,$sh" >>"$out/e2e.csv"
             done

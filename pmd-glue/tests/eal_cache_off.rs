@@ -169,6 +169,52 @@ fn a_pool_of_n_serves_n_gets_whoever_freed_them() {
 
     free_line_counts_only_the_trailing_failures(&cfg);
     every_bulk_round_trips_through_the_cache();
+    newest_first_hands_an_lcore_back_its_own();
+}
+
+/// `order` 2 (newest first), DPDK cache 0: an lcore that put last gets its
+/// own objects back first, in single gets and in bulks; once another lcore
+/// has put last, the oldest; every object reachable, the count exact.
+fn newest_first_hands_an_lcore_back_its_own() {
+    let cfg = PoolConfigArg {
+        order: 2,
+        ..PoolConfigArg::DEFAULT
+    };
+    let mp = pool("co_newest", Some(&cfg));
+    let held = take_all_here(mp);
+    assert_eq!(held.len(), N as usize);
+    free_all(mp, held.clone());
+    // The last four freed, newest first one at a time...
+    for k in 1..=4 {
+        let mut o = core::ptr::null_mut();
+        // SAFETY: a live pool, a valid out pointer.
+        assert_eq!(unsafe { sys::rte_mempool_get(mp, &mut o) }, 0);
+        assert_eq!(o, held[N as usize - k], "single get {k}");
+    }
+    // ...then a bulk: the four before them, in the order they were freed.
+    let mut bulk = [core::ptr::null_mut(); 4];
+    // SAFETY: room for four.
+    assert_eq!(
+        unsafe { sys::rte_mempool_get_bulk(mp, bulk.as_mut_ptr(), 4) },
+        0
+    );
+    assert_eq!(bulk[..], held[N as usize - 8..N as usize - 4]);
+    // SAFETY: the eight objects taken above.
+    unsafe {
+        sys::rte_mempool_put_bulk(mp, bulk.as_ptr(), 4);
+        for k in (1..=4).rev() {
+            sys::rte_mempool_put(mp, held[N as usize - k]);
+        }
+    }
+    // Lcore 1 takes and frees everything; lcore 0 reaches every object.
+    on_lcore_1(mp);
+    let all = take_all_here(mp);
+    assert_eq!(all.len(), N as usize, "every object reachable from lcore 0");
+    free_all(mp, all);
+    // SAFETY: a live pool.
+    assert_eq!(unsafe { sys::rte_mempool_avail_count(mp) }, N);
+    // SAFETY: every object is back.
+    unsafe { sys::rte_mempool_free(mp) };
 }
 
 /// With the handler cache on (256 per lcore), a put of `n` objects then a

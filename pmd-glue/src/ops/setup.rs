@@ -112,14 +112,20 @@ pub(super) unsafe fn create(mp: *mut sys::rte_mempool) -> Result<(), GlueError> 
     let z = unsafe { zone::create(mp, &cfg, (*mp).ops_index) }?;
     log!(
         Level::Info,
-        "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}, {}), validation {}",
+        "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}, {}), validation {}, \
+         gets {}",
         pool_name(mp),
         cfg.objects,
         z.core.cache_size(),
         z.core.ring().slots(),
         z.core.ring().batch(),
         z.core.ring().mode_name(),
-        if cfg.validate { "on" } else { "off" }
+        if cfg.validate { "on" } else { "off" },
+        if cfg.newest_first {
+            "newest first"
+        } else {
+            "oldest first"
+        }
     );
     Ok(())
 }

@@ -25,8 +25,10 @@ pub fn is_vhost(app: &str) -> bool {
 
 const TITLE: &str = "## End to end over vhost-user (a sender and a vhost peer, two processes)";
 
-/// Handler columns after `ptr_ring`, in table order (those present).
-const OTHERS: &[&str] = &[BASELINE, "stack"];
+/// Handler columns after `ptr_ring`, in table order (those present):
+/// `ptr_ring-newest` is `ptr_ring` with newest-first gets on its pool
+/// (the pair rows).
+const OTHERS: &[&str] = &[BASELINE, "stack", bench::pool_config::PTR_RING_NEWEST];
 
 /// `ptr_ring` / `other`: the paired per-round ratio.
 fn paired(m: &BTreeMap<String, E2eRuns>, other: &str) -> Option<Paired> {
@@ -103,7 +105,9 @@ pub fn section(w: &mut String, d: &Data) {
              (bench/NOTES.md, \"The vhost rows' two levels\") moves all alike: one pool per \
              handler ({}) of {} mbufs (65536 in the row that says so), each transmitting \
              txonly's bursts of 512 through a virtio-user port of its own to one of B's vhost \
-             ports, the lcore switching between them every 100 ms (A B C C B A). A round is a \
+             ports, the lcore switching between them every 100 ms (A B C C B A, or A B C D D C B \
+             A with four; `ptr_ring-newest` is `ptr_ring` with newest-first gets on its pool, \
+             `order` 2 of its `struct ptr_ring_pool_config`, its cache off too). A round is a \
              block of one second, the rate each handler's packets sent over the time of its own \
              windows; {} runs of {} blocks, the list of handlers rotated every run, so that each \
              port serves each handler as often. Their rounds are paired within the second, so \
