@@ -193,11 +193,9 @@ fn newest_first_hands_an_lcore_back_its_own() {
     }
     // ...then a bulk: the four before them, in the order they were freed.
     let mut bulk = [core::ptr::null_mut(); 4];
-    // SAFETY: room for four.
-    assert_eq!(
-        unsafe { sys::rte_mempool_get_bulk(mp, bulk.as_mut_ptr(), 4) },
-        0
-    );
+    // SAFETY: a live pool, room for four.
+    let rc = unsafe { sys::rte_mempool_get_bulk(mp, bulk.as_mut_ptr(), 4) };
+    assert_eq!(rc, 0);
     assert_eq!(bulk[..], held[N as usize - 8..N as usize - 4]);
     // SAFETY: the eight objects taken above.
     unsafe {
