@@ -344,6 +344,10 @@ mod tests {
                 ));
                 let stack = base.parse::<f64>().unwrap() * 1.25;
                 lines.push(format!("e2e2,{app},burst512,stack,250,none,{r},{stack},-1"));
+                let newest = ours.parse::<f64>().unwrap() * 1.5;
+                lines.push(format!(
+                    "e2e2,{app},burst512,ptr_ring-newest,250,0,{r},{newest},-1"
+                ));
             }
             let d = data(&lines.iter().map(String::as_str).collect::<Vec<_>>());
             let key = bench::record::E2eKey {
@@ -371,6 +375,10 @@ mod tests {
             row.contains("| 0.96x [") && row.contains("| 0.77x ["),
             "{row}"
         );
+        // The newest-first pool in a column of its own: ptr_ring at 2/3 of
+        // its rate in every block.
+        assert!(w.contains("| ptr_ring / ptr_ring-newest [95% CI] |"), "{w}");
+        assert!(row.contains("| 0.67x ["), "{row}");
         let (verdict, _, _) = judge(APP);
         assert_eq!(verdict, Some(Verdict::NotSteady));
     }
