@@ -114,8 +114,12 @@ pub struct PoolConfig {
     /// (an lcore handing objects to another) and by callers without a
     /// slot stay oldest first. Every get and put of such a pool takes the
     /// checked entry (as in validation mode), and a get that takes the
-    /// newest holds both of the ring's locks. On a single-producer pool
-    /// every get stays oldest first (its producer takes no lock).
+    /// newest holds both of the ring's locks. A single-producer pool
+    /// ([`single_producer`](PoolConfig::single_producer)) ignores it: its
+    /// producer takes no lock for a get to take objects back under, so
+    /// every get stays oldest first, the fast paths stay, and
+    /// [`PoolCore::newest_first`](crate::PoolCore::newest_first) says
+    /// `false`.
     pub newest_first: bool,
 }
 

@@ -296,6 +296,37 @@ fn the_fast_paths_and_the_checked_paths_find_the_same_cache() {
     }
 }
 
+/// A single-producer pool ignores newest first (its producer takes no lock
+/// to take objects back under): it says so, keeps the fast paths, and
+/// hands out the oldest.
+#[test]
+fn newest_first_on_a_single_producer_pool_stays_oldest_first() {
+    // SAFETY: one thread, the only producer.
+    let pool = unsafe {
+        populated_pool_unchecked(
+            PoolConfig {
+                max_lcores: 2,
+                cache_size: Some(0),
+                newest_first: true,
+                single_producer: true,
+                ..PoolConfig::new(64)
+            },
+            0,
+        )
+    };
+    assert!(!pool.newest_first());
+    let mut two = [null_mut(); 2];
+    // SAFETY: one thread uses every lcore id here.
+    unsafe {
+        assert!(pool.try_get_direct(0, &mut two));
+        assert_eq!(two, [obj(0), obj(1)]);
+        assert!(pool.try_put_direct(0, &two));
+        pool.get(0, &mut two).unwrap();
+        assert_eq!(two, [obj(2), obj(3)]);
+        pool.put(0, &two).unwrap();
+    }
+}
+
 /// `newest_first`: a get by the lcore whose put was the ring's last takes
 /// those objects back first; other lcores and callers without a slot get
 /// the oldest; the fast paths refuse such a pool, and the counts stay exact.

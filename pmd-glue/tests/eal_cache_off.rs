@@ -19,10 +19,15 @@ const N: u32 = 512;
 
 /// A pool of `N` 64-byte objects, DPDK cache 0, on ptr_ring with `cfg`.
 fn pool(name: &str, cfg: Option<&PoolConfigArg>) -> *mut sys::rte_mempool {
+    pool_with_flags(name, cfg, 0)
+}
+
+/// [`pool`] with DPDK's pool `flags` (`RTE_MEMPOOL_F_*`).
+fn pool_with_flags(name: &str, cfg: Option<&PoolConfigArg>, flags: u32) -> *mut sys::rte_mempool {
     let cname = CString::new(name).unwrap();
     let ops = CString::new("ptr_ring").unwrap();
     // SAFETY: valid strings; DPDK returns null on failure.
-    let mp = unsafe { sys::rte_mempool_create_empty(cname.as_ptr(), N, 64, 0, 0, -1, 0) };
+    let mp = unsafe { sys::rte_mempool_create_empty(cname.as_ptr(), N, 64, 0, 0, -1, flags) };
     assert!(!mp.is_null(), "create_empty {name}");
     let arg = cfg.map_or(core::ptr::null_mut(), |c| {
         (c as *const PoolConfigArg).cast_mut().cast::<c_void>()
@@ -170,6 +175,43 @@ fn a_pool_of_n_serves_n_gets_whoever_freed_them() {
     free_line_counts_only_the_trailing_failures(&cfg);
     every_bulk_round_trips_through_the_cache();
     newest_first_hands_an_lcore_back_its_own();
+    newest_first_on_a_single_producer_pool_is_oldest_first();
+}
+
+/// `order` 2 on a pool created `RTE_MEMPOOL_F_SP_PUT`: a notice says the
+/// gets stay oldest first (the ring's producer takes no lock), the
+/// creation line says so too, and lcore 0 gets the oldest of what it
+/// freed, not the newest.
+fn newest_first_on_a_single_producer_pool_is_oldest_first() {
+    let cfg = PoolConfigArg {
+        order: 2,
+        ..PoolConfigArg::DEFAULT
+    };
+    let (mp, log) =
+        capture_log(|| pool_with_flags("co_newest_sp", Some(&cfg), sys::RTE_MEMPOOL_F_SP_PUT));
+    assert!(
+        log.contains(
+            "pool co_newest_sp: newest-first gets asked for, but the pool is single-producer"
+        ),
+        "no notice for the single-producer pool; log:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("pool co_newest_sp: ") && l.contains("gets oldest first")),
+        "the creation line says oldest first; log:\n{log}"
+    );
+    let held = take_all_here(mp);
+    assert_eq!(held.len(), N as usize);
+    free_all(mp, held.clone());
+    let mut o = core::ptr::null_mut();
+    // SAFETY: a live pool, a valid out pointer.
+    assert_eq!(unsafe { sys::rte_mempool_get(mp, &mut o) }, 0);
+    assert_eq!(o, held[0], "the oldest object first");
+    // SAFETY: the object taken above; then every object is back.
+    unsafe {
+        sys::rte_mempool_put(mp, o);
+        sys::rte_mempool_free(mp);
+    }
 }
 
 /// `order` 2 (newest first), DPDK cache 0: an lcore that put last gets its

@@ -60,7 +60,11 @@ impl PoolCore {
         // and the tables at their offsets. Each header field is written in
         // place through the raw pointer.
         unsafe {
-            let fast_lcores = if cfg.validate || cfg.newest_first {
+            // Newest first needs the producer lock to take objects back: a
+            // single-producer ring has none, so such a pool stays oldest
+            // first, and keeps the fast paths.
+            let newest_first = cfg.newest_first && !cfg.single_producer;
+            let fast_lcores = if cfg.validate || newest_first {
                 0
             } else {
                 cfg.max_lcores as usize
@@ -74,8 +78,8 @@ impl PoolCore {
                 lcore_stride: layout.lcore_stride,
                 direct: layout.cache_size() == 0,
                 validate: cfg.validate,
-                checked: cfg.validate || cfg.newest_first,
-                newest_first: cfg.newest_first,
+                checked: cfg.validate || newest_first,
+                newest_first,
                 layout: *layout,
             }));
             core::ptr::addr_of_mut!((*p).shared).write(SharedCounters::new());

@@ -110,6 +110,15 @@ pub(super) unsafe fn create(mp: *mut sys::rte_mempool) -> Result<(), GlueError> 
     unsafe { pool_config::apply_from(mp, &mut cfg) }?;
     // SAFETY: as above.
     let z = unsafe { zone::create(mp, &cfg, (*mp).ops_index) }?;
+    if cfg.newest_first && !z.core.newest_first() {
+        log!(
+            Level::Notice,
+            "pool {}: newest-first gets asked for, but the pool is single-producer \
+             (RTE_MEMPOOL_F_SP_PUT): its ring's producer takes no lock to take objects \
+             back under, so its gets stay oldest first",
+            pool_name(mp)
+        );
+    }
     log!(
         Level::Info,
         "pool {}: {} objects, per-lcore cache {}, ring {} slots (batch {}, {}), validation {}, \
@@ -121,7 +130,7 @@ pub(super) unsafe fn create(mp: *mut sys::rte_mempool) -> Result<(), GlueError> 
         z.core.ring().batch(),
         z.core.ring().mode_name(),
         if cfg.validate { "on" } else { "off" },
-        if cfg.newest_first {
+        if z.core.newest_first() {
             "newest first"
         } else {
             "oldest first"
