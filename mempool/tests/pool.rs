@@ -349,8 +349,14 @@ fn newest_first_gives_an_lcore_back_what_it_put_last() {
         assert!(!pool.try_get_direct(0, &mut two));
         assert!(!pool.try_get_shared(&mut two));
         // Lcore 0 put every object, the 63rd last.
+        let before = pool.stats();
         pool.get(0, &mut two).unwrap();
         assert_eq!(two, [obj(62), obj(63)]);
+        // A take-back counts as handed out, and as nothing taken back.
+        let after = pool.stats();
+        assert_eq!(after.hold, before.hold + 2, "hold counts the take-back");
+        assert_eq!(after.release, before.release);
+        assert_eq!(after.inflight, 2);
         // Lcore 1 put nothing: the oldest.
         let mut one = [null_mut()];
         pool.get(1, &mut one).unwrap();

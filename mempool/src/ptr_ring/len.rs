@@ -88,6 +88,14 @@ impl PtrRing {
     /// the count waits for those ([`fills_done`](PtrRing::fills_done),
     /// `wait_producers`). A producer's repair moves `seq` back over what a
     /// dead holder never filled, which then counts as out again.
+    ///
+    /// Both totals include the objects ever taken back by newest-first
+    /// dequeues (`newest.rs`), one reading added to both, so that the
+    /// difference, and with it the inflight count, is `seq - head` as
+    /// above, while each total still counts every object handed out and
+    /// taken back (a take-back moves `seq` back, not `head`). A reading
+    /// taken while a take-back moves `seq` and its count may have one of
+    /// the two totals off by that take-back's size, never the difference.
     #[inline]
     pub(crate) fn totals_for_inflight(&self) -> (usize, usize) {
         // Acquire pairs with the Release `seq` store in `publish_seq`
@@ -96,7 +104,10 @@ impl PtrRing {
         let enqueued = self.hdr.producer.seq.load(Ordering::Acquire);
         // Acquire pairs with the Release store in `publish_head`.
         let dequeued = self.hdr.consumer.head.load(Ordering::Acquire);
-        (enqueued, dequeued)
+        // Relaxed: a count added to both totals; no other memory is read
+        // on the strength of it.
+        let back = self.hdr.producer.taken_back.load(Ordering::Relaxed);
+        (enqueued.wrapping_add(back), dequeued.wrapping_add(back))
     }
 
     /// Whether the enqueues counted so far have made their fills: the slot

@@ -28,8 +28,9 @@
 //! counts of a direct pool, which read `seq` before `head`: their count is
 //! never below the objects out at the instant `seq` was read, whether or
 //! not a take-back came in between (`head` only grows).
-//! [`totals`](PtrRing::totals) adds the objects ever taken back to both
-//! indexes, so they still only grow. `len` retries while `seq` differs
+//! [`totals`](PtrRing::totals) and the inflight totals (a direct pool's
+//! `hold` and `release`) add the objects ever taken back to both indexes,
+//! so that they still count every object handed out and given back. `len` retries while `seq` differs
 //! between its two readings; a take-back and an enqueue of the same size
 //! that both come between them go unseen, and its count is then off by
 //! at most their size (never above the slot count).
