@@ -57,7 +57,10 @@
 # Environment: BENCH_VHOST_ROUNDS (runs per handler, default 3; handlers
 # rotated every round), BENCH_VHOST_VARIANTS (default "default burst512 pair
 # pair65536"),
-# BENCH_VHOST_HANDLERS (default "ptr_ring ring_mp_mc stack"),
+# BENCH_VHOST_HANDLERS (default "ptr_ring ring_mp_mc stack"; also
+# ptr_ring-newest: ptr_ring with PTR_RING_ORDER=newest-first in A's
+# environment, checked through telemetry), BENCH_VHOST_MBUFS (A's pool in
+# the testpmd variants and in pair, default 16384),
 # TESTPMD_SECONDS (1-s samples per run, default 3).
 set -euo pipefail
 
@@ -85,7 +88,7 @@ logs=$out/logs
 mkdir -p "$logs"
 app=testpmd-vhost
 qsize=1024
-mbufs=16384
+mbufs=${BENCH_VHOST_MBUFS:-16384}
 t0=$SECONDS
 say() { printf 'bench: vhost [%3d s] %s\n' $((SECONDS - t0)) "$*"; }
 
@@ -174,6 +177,10 @@ peer_stop() {
 # (share and inflight "-" for other handlers) or fails.
 vhost_run() {
     local h=$1 v=$2 r=$3 extra=() tag=$app-$2-$1-$3 pa pb sock vdevs pid_a n0 n1 ok=0
+    # The ops A asks for, and the handler's order of gets (ptr_ring-newest:
+    # ptr_ring with newest-first gets, set through the environment).
+    local ops=$h order=
+    [[ $h == ptr_ring-newest ]] && ops=ptr_ring order=newest-first
     case $v in
     default) ;;
     txfreet=512) extra=(--txfreet=512) ;;
@@ -188,7 +195,7 @@ vhost_run() {
     peer_start "$pb" "$lb" "$sock"
     vdev_args vdevs virtio "$sock"
     # shellcheck disable=SC2086 # lists of arguments
-    PTR_RING_CACHE_SIZE=0 dpdk-testpmd $a_eal --file-prefix "$pa" -d "$lib" --mbuf-pool-ops-name "$h" \
+    PTR_RING_CACHE_SIZE=0 PTR_RING_ORDER=$order dpdk-testpmd $a_eal --file-prefix "$pa" -d "$lib" --mbuf-pool-ops-name "$ops" \
         --log-level=pmd.mempool.ptr_ring:info "${vdevs[@]}" -- \
         -a --forward-mode=txonly $common "${extra[@]}" <&"$peer_keep" >"$la" 2>&1 &
     pid_a=$!
@@ -215,7 +222,7 @@ vhost_run() {
         return 1
     fi
     # The handler each side asked for served its pool.
-    if [[ $h == ptr_ring ]]; then [[ $ops_a == ptr_ring ]]; else [[ $ops_a == "ops_index "* ]]; fi ||
+    if [[ $ops == ptr_ring ]]; then [[ $ops_a == ptr_ring ]]; else [[ $ops_a == "ops_index "* ]]; fi ||
         { echo "vhost: $tag: A's mb_pool_0 ops '${ops_a:-no answer}', not as asked; see $la.tel" >&2; return 2; }
     [[ $ops_b == "ops_index "* ]] ||
         { echo "vhost: $tag: B's mb_pool_0 ops '${ops_b:-no answer}'; see $lb.tel" >&2; return 2; }
@@ -223,7 +230,7 @@ vhost_run() {
     # (telemetry names them by index only).
     local seen
     for seen in "${!ops_of[@]}"; do
-        [[ $seen == "$h" || ${ops_of[$seen]} != "$ops_a" || $h == ptr_ring ]] ||
+        [[ $seen == "$h" || ${ops_of[$seen]} != "$ops_a" || $ops == ptr_ring ]] ||
             { echo "vhost: $tag: A's pool has $ops_a, as $seen's had: not the handler asked for" >&2; return 2; }
     done
     echo "$ops_a" >"$la.ops"
@@ -235,9 +242,13 @@ vhost_run() {
     # Objects the handler handed out per packet A sent.
     read -r share inflight < <(handler_share "$la.c0" "$la.c1" opackets) ||
         { echo "vhost: $tag: no packet count through telemetry; see $la.c0, $la.c1" >&2; return 1; }
-    if [[ $h == ptr_ring ]]; then
+    if [[ $ops == ptr_ring ]]; then
         [[ $share != - ]] ||
             { echo "vhost: $tag: no ptr_ring counters through telemetry; see $la.c0, $la.c1" >&2; return 2; }
+        local want=oldest_first
+        [[ -n $order ]] && want=newest_first
+        grep -q "\"order\":\"$want\"" "$la.c1" ||
+            { echo "vhost: $tag: the pool's order is not $want; see $la.c1" >&2; return 2; }
         echo "$rate $share $inflight"
     else
         echo "$rate - -"
@@ -378,11 +389,11 @@ for v in ${BENCH_VHOST_VARIANTS:-default burst512 pair pair65536}; do
             ops_of[$h]=$(cat "$logs/$app-$v-$h-$r-a.log.ops")
             read -r rate share inflight <<<"$res"
             hc=0
-            [[ $h == ptr_ring ]] || hc=none
+            [[ $h == ptr_ring || $h == ptr_ring-newest ]] || hc=none
             [[ $share == - ]] && share=-1
             # e2e2,<app>,<variant>,<handler>,<dpdk_cache>,<handler_cache>,<round>,<Mpps>,<handler_share>
             echo "e2e2,$app,$v,$h,250,$hc,$r,$rate,$share" >>"$out/e2e.csv"
-            [[ $inflight != - ]] && echo "vhost_inflight_$v=$inflight" >>"$out/meta.env"
+            [[ $h == ptr_ring && $inflight != - ]] && echo "vhost_inflight_$v=$inflight" >>"$out/meta.env"
             rate_of[$v,$h,$r]=$rate
             recorded=$((recorded + 1))
             say "$v round $r/$rounds $h: $rate Mpps$([[ $share != -1 ]] && echo ", handler share $share, $inflight mbufs out of the handler")"
