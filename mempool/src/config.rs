@@ -112,9 +112,11 @@ pub struct PoolConfig {
     /// just freed, still in its CPU's caches, where a pool larger than
     /// those caches would otherwise go round whole. Gets by other lcores
     /// (an lcore handing objects to another) and by callers without a
-    /// slot stay oldest first. Every get and put of such a pool takes the
-    /// checked entry (as in validation mode), and a get that takes the
-    /// newest holds both of the ring's locks. A single-producer pool
+    /// slot stay oldest first. A get that takes the newest holds both of
+    /// the ring's locks. With the handler cache off, every get and put of
+    /// such a pool leaves the inlined fast paths (they go to the ring,
+    /// FIFO); with it on, the cache's fast paths stay, and the refills and
+    /// flushes choose the order. A single-producer pool
     /// ([`single_producer`](PoolConfig::single_producer)) ignores it: its
     /// producer takes no lock for a get to take objects back under, so
     /// every get stays oldest first, the fast paths stay, and

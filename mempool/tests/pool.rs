@@ -8,7 +8,7 @@ mod common;
 use core::ptr::{null_mut, NonNull};
 
 use common::*;
-use mempool::{PoolConfig, PoolCore, PoolError, PoolState};
+use mempool::{HeapPool, PoolConfig, PoolCore, PoolError, PoolState};
 
 fn cfg() -> PoolConfig {
     PoolConfig {
@@ -296,6 +296,20 @@ fn the_fast_paths_and_the_checked_paths_find_the_same_cache() {
     }
 }
 
+/// A newest-first pool of 64 objects for lcores 0 and 1, with a handler
+/// cache of `cache` (0: off), populated by `lcore`.
+fn newest_pool(cache: usize, lcore: u32) -> HeapPool {
+    populated_pool(
+        PoolConfig {
+            max_lcores: 2,
+            cache_size: Some(cache),
+            newest_first: true,
+            ..PoolConfig::new(64)
+        },
+        lcore,
+    )
+}
+
 /// A single-producer pool ignores newest first (its producer takes no lock
 /// to take objects back under): it says so, keeps the fast paths, and
 /// hands out the oldest.
@@ -332,15 +346,7 @@ fn newest_first_on_a_single_producer_pool_stays_oldest_first() {
 /// the oldest; the fast paths refuse such a pool, and the counts stay exact.
 #[test]
 fn newest_first_gives_an_lcore_back_what_it_put_last() {
-    let pool = populated_pool(
-        PoolConfig {
-            max_lcores: 2,
-            cache_size: Some(0),
-            newest_first: true,
-            ..PoolConfig::new(64)
-        },
-        0,
-    );
+    let pool = newest_pool(0, 0);
     assert!(pool.newest_first());
     let mut two = [null_mut(); 2];
     // SAFETY: one thread uses every lcore id here.
@@ -383,19 +389,33 @@ fn newest_first_gives_an_lcore_back_what_it_put_last() {
     assert_exactly_once(&pool);
 }
 
+/// With the handler cache on, a newest-first pool keeps the cache's fast
+/// paths: a hit never reaches the ring, where the order is chosen.
+#[test]
+fn newest_first_keeps_the_cache_fast_paths() {
+    let pool = newest_pool(8, 1);
+    let mut four = [null_mut(); 4];
+    let mut one = [null_mut()];
+    // SAFETY: one thread uses every lcore id here.
+    unsafe {
+        // An empty cache: the fast path misses, the checked get refills.
+        assert!(!pool.try_get_cached(0, &mut one));
+        pool.get(0, &mut four).unwrap();
+        // Now the cache's own paths serve lcore 0, last in, first out.
+        assert!(pool.try_put_cached(0, &four[3..]));
+        assert!(pool.try_get_cached(0, &mut one));
+        assert_eq!(one[0], four[3]);
+        assert!(pool.try_put_cached_bulk(0, &four));
+    }
+    assert_eq!(pool.inflight(), 0);
+    assert_conserved(&pool);
+}
+
 /// With the handler cache on, a refill by the lcore that flushed last
 /// takes back what it flushed.
 #[test]
 fn newest_first_refills_an_lcore_with_what_it_flushed() {
-    let pool = populated_pool(
-        PoolConfig {
-            max_lcores: 2,
-            cache_size: Some(8),
-            newest_first: true,
-            ..PoolConfig::new(64)
-        },
-        1,
-    );
+    let pool = newest_pool(8, 1);
     let mut mine = vec![null_mut(); 40];
     // SAFETY: one thread uses every lcore id here.
     unsafe {

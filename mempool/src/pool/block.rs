@@ -64,7 +64,13 @@ impl PoolCore {
             // single-producer ring has none, so such a pool stays oldest
             // first, and keeps the fast paths.
             let newest_first = cfg.newest_first && !cfg.single_producer;
-            let fast_lcores = if cfg.validate || newest_first {
+            // The handler cache's fast paths touch the lcore's cache alone:
+            // a newest-first pool's refills and flushes, where the order
+            // is chosen, are on the checked paths, so with the cache on it
+            // keeps them. The cache-off fast paths go to the ring and leave
+            // a newest-first pool to its own route.
+            let direct = layout.cache_size() == 0;
+            let fast_lcores = if cfg.validate || (newest_first && direct) {
                 0
             } else {
                 cfg.max_lcores as usize
@@ -76,7 +82,7 @@ impl PoolCore {
                 fast_lcores,
                 caches_offset: layout.caches_offset,
                 lcore_stride: layout.lcore_stride,
-                direct: layout.cache_size() == 0,
+                direct,
                 validate: cfg.validate,
                 checked: cfg.validate || newest_first,
                 newest_first,

@@ -111,8 +111,9 @@ struct Header {
     direct: bool,
     validate: bool,
     /// Validation mode or newest-first gets: the fast paths for callers
-    /// without a slot refuse, as those for lcores do (`fast_lcores` 0),
-    /// and every call takes the checked entry.
+    /// without a slot refuse, and every such call takes the checked entry
+    /// (those for lcores refuse through `fast_lcores` 0, except a
+    /// newest-first pool's cache fast paths, which touch the cache alone).
     checked: bool,
     /// [`PoolConfig::newest_first`](crate::PoolConfig::newest_first).
     newest_first: bool,
