@@ -107,9 +107,10 @@ pub fn rows() -> Vec<MempoolKey> {
     v
 }
 
-/// The caches `handler` runs with in `key`.
+/// The caches `handler` runs with in `key`. `ptr_ring-newest` is `ptr_ring`
+/// with another order of gets: the same caches.
 pub fn side(key: &MempoolKey, handler: &str) -> Side {
-    let ours = handler == OURS;
+    let ours = handler == OURS || handler == crate::pool_config::PTR_RING_NEWEST;
     let (dpdk_cache, handler_cache) = match key.group {
         Group::NoCache | Group::BigBulk => (0, 0),
         Group::OwnCache if ours => (0, key.cache as i32),
@@ -249,5 +250,8 @@ mod tests {
         assert_eq!(side(&k, OURS).handler_cache, 256);
         assert_eq!(side(&k, BASELINE).dpdk_cache, 256);
         assert_eq!(side(&k, BASELINE).handler_cache, 0);
+        // The newest-first pool is ours too: its own cache, not DPDK's.
+        let newest = side(&k, crate::pool_config::PTR_RING_NEWEST);
+        assert_eq!((newest.dpdk_cache, newest.handler_cache), (0, 256));
     }
 }
