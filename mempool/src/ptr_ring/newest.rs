@@ -30,10 +30,11 @@
 //! not a take-back came in between (`head` only grows).
 //! [`totals`](PtrRing::totals) and the inflight totals (a direct pool's
 //! `hold` and `release`) add the objects ever taken back to both indexes,
-//! so that they still count every object handed out and given back. `len` retries while `seq` differs
-//! between its two readings; a take-back and an enqueue of the same size
-//! that both come between them go unseen, and its count is then off by
-//! at most their size (never above the slot count).
+//! so that they still count every object handed out and given back. `len`
+//! retries while `seq` differs between its two readings; a take-back and
+//! an enqueue of the same size that both come between them go unseen, and
+//! its count is then off by at most their size (never above the slot
+//! count).
 //!
 //! A holder that dies in step 3 leaves a full prefix below `seq` and free
 //! slots above it: what a producer that died filling its claim leaves,
