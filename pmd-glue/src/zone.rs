@@ -65,19 +65,31 @@ pub const BUILD: BuildId = {
 
 /// The zone's first word in this build, for a pool with the handler cache
 /// on: [`MAGIC_PREFIX`] and the low half of [`BUILD`]'s hash folded in, its
-/// bit 0 clear. The fast path checks this word alone, so a zone of another
-/// build (or another format) fails it there at no cost, and [`attach`] then
-/// names the build that made it.
-const ZONE_MAGIC: u64 = (MAGIC_PREFIX << 32) | ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffe);
+/// two low bits clear (they name the route). The fast path checks this
+/// word alone, so a zone of another build (or another format) fails it
+/// there at no cost, and [`attach`] then names the build that made it.
+const ZONE_MAGIC: u64 = (MAGIC_PREFIX << 32) | ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffc);
 /// [`ZONE_MAGIC`] with bit 0 set: the first word of a zone whose pool has
 /// the handler cache off ([`PoolCore::is_direct`]). The one load of the
 /// fast path's zone check also chooses its route, with no read of the
 /// core's flag.
 const ZONE_MAGIC_DIRECT: u64 = ZONE_MAGIC | 1;
+/// [`ZONE_MAGIC_DIRECT`] with bit 1 set as well: a pool with the handler
+/// cache off whose gets are newest first ([`PoolCore::newest_first`]).
+/// The fast paths' two compares fail on it, at no cost to the other
+/// pools, and the callbacks then send it to its own route
+/// ([`attach_newest`]), which the direct paths would otherwise have to
+/// refuse first.
+const ZONE_MAGIC_NEWEST: u64 = ZONE_MAGIC | 3;
 
-/// The first word of a zone whose pool is (`direct`) or is not direct.
-const fn zone_magic(direct: bool) -> u64 {
-    ZONE_MAGIC | direct as u64
+/// The first word of a zone whose pool is (`direct`) or is not direct,
+/// newest first or not (`newest`, with `direct` only).
+const fn zone_magic(direct: bool, newest: bool) -> u64 {
+    if direct && newest {
+        ZONE_MAGIC_NEWEST
+    } else {
+        ZONE_MAGIC | direct as u64
+    }
 }
 
 /// `0123456789abcdef (accounting on, DPDK 24.11.1, ABI 25)`: a build as the
@@ -293,7 +305,8 @@ unsafe fn init_at(base: *mut u8, layout: &PoolLayout, ops_index: i32) -> Zone<'s
         // Release pairs with the Acquire loads in `attach_fast` and
         // `refusal`: a process that sees the magic sees the whole header.
         let direct = core.is_direct();
-        (*(hdr.cast::<AtomicU64>())).store(zone_magic(direct), Ordering::Release);
+        let newest = core.newest_first();
+        (*(hdr.cast::<AtomicU64>())).store(zone_magic(direct, newest), Ordering::Release);
         Zone {
             header: &*hdr,
             core,
@@ -312,9 +325,21 @@ unsafe fn init_at(base: *mut u8, layout: &PoolLayout, ops_index: i32) -> Zone<'s
 #[inline(always)]
 pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueError> {
     // SAFETY: per the caller's contract (the same as `attach_fast`'s).
-    let Some(z) = (unsafe { attach_fast(mp) }) else {
+    let (z, newest) = match unsafe { (attach_fast(mp), attach_newest(mp)) } {
+        (Some(z), _) => (z, false),
+        (None, Some(core)) => {
+            // SAFETY: `attach_newest` read a non-null `pool_data` whose
+            // first word is this build's: the header is there.
+            let header = unsafe { &*(*mp).__bindgen_anon_1.pool_data.cast::<ZoneHeader>() };
+            let z = Zone {
+                header,
+                core,
+                direct: true,
+            };
+            (z, true)
+        }
         // SAFETY: per the caller's contract.
-        return Err(unsafe { refusal(mp) });
+        (None, None) => return Err(unsafe { refusal(mp) }),
     };
     // The whole build hash (the magic holds 32 bits of it), then the core's
     // own magic and build: a second, independent check of the block.
@@ -323,8 +348,8 @@ pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueEr
     }
     // SAFETY: the zone magic proves `create` initialised the core here.
     let core = unsafe { PoolCore::attach(NonNull::from(z.core).cast::<u8>()) }?;
-    if core.is_direct() != z.direct {
-        // The first word's mode bit and the core disagree: not a zone
+    if core.is_direct() != z.direct || (core.is_direct() && core.newest_first() != newest) {
+        // The first word's route bits and the core disagree: not a zone
         // `create` wrote.
         return Err(GlueError::NotOurPool {
             addr: (z.header as *const ZoneHeader) as usize,
@@ -471,6 +496,31 @@ pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
     }
 }
 
+/// The core of `mp` when its zone's first word is this build's
+/// `ZONE_MAGIC_NEWEST`: a pool with the handler cache off and newest-first
+/// gets, which [`attach_fast`] refuses so that the direct fast paths never
+/// see it. The same checks as `attach_fast`, for the callbacks' own route
+/// of such a pool; `None` for every other pool.
+///
+/// # Safety
+/// As for [`attach`].
+#[inline(always)]
+pub unsafe fn attach_newest<'a>(mp: *const sys::rte_mempool) -> Option<&'a PoolCore> {
+    // SAFETY: per the caller's contract.
+    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<u8>();
+    if base.is_null() {
+        return None;
+    }
+    // SAFETY: as in `attach_fast`; Acquire pairs with the Release store of
+    // the magic in `create`.
+    let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
+    if magic != ZONE_MAGIC_NEWEST {
+        return None;
+    }
+    // SAFETY: as in `attach_fast`: the magic proves an initialised core.
+    Some(unsafe { PoolCore::attach_unchecked(NonNull::new_unchecked(base.add(HEADER_BYTES))) })
+}
+
 /// Frees the zone of pool `pool_name`.
 pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
     let name = zone_name(pool_name)?;
@@ -535,11 +585,12 @@ mod tests {
     fn the_magic_holds_the_build() {
         assert_eq!(ZONE_MAGIC >> 32, MAGIC_PREFIX);
         assert_eq!(
-            ZONE_MAGIC & 0xffff_fffe,
-            (BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffe
+            ZONE_MAGIC & 0xffff_fffc,
+            (BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffc
         );
-        assert_eq!(ZONE_MAGIC & 1, 0);
+        assert_eq!(ZONE_MAGIC & 3, 0);
         assert_eq!(ZONE_MAGIC_DIRECT, ZONE_MAGIC | 1);
+        assert_eq!(ZONE_MAGIC_NEWEST, ZONE_MAGIC | 3);
         assert_eq!(BUILD.features, BuildId::CORE.features);
         let (year, month, minor) = sys::compat::RELEASE;
         let name = build_name(&BUILD);
@@ -587,16 +638,17 @@ mod tests {
     }
 
     /// A zone as `create` lays it out (`init_at`), in heap memory, with a
-    /// core of `cache_size` (0: direct).
+    /// core of `cache_size` (0: direct), newest first or not.
     struct HeapZone {
         base: NonNull<u8>,
         layout: std::alloc::Layout,
     }
 
     impl HeapZone {
-        fn new(cache_size: usize) -> HeapZone {
+        fn new(cache_size: usize, newest: bool) -> HeapZone {
             let mut cfg = PoolConfig::new(64);
             cfg.cache_size = Some(cache_size);
+            cfg.newest_first = newest;
             cfg.max_lcores = 4;
             let core_layout = cfg.layout().unwrap();
             let layout = std::alloc::Layout::from_size_align(
@@ -638,11 +690,13 @@ mod tests {
     #[test]
     fn the_first_word_names_the_mode() {
         for (cache_size, direct) in [(0, true), (32, false)] {
-            let zone = HeapZone::new(cache_size);
+            let zone = HeapZone::new(cache_size, false);
             let mp = zone.pool();
             // SAFETY: `pool_data` points to a whole zone.
             let fast = unsafe { attach_fast(&mp) }.expect("a zone of this build");
             assert_eq!((fast.direct, fast.core.is_direct()), (direct, direct));
+            // SAFETY: as above.
+            assert!(unsafe { attach_newest(&mp) }.is_none());
             // SAFETY: as above.
             let checked = unsafe { attach(&mp) }.unwrap();
             assert_eq!(checked.direct, direct);
@@ -655,10 +709,47 @@ mod tests {
                 .err()
                 .expect("mode bit against the core");
             assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
-            zone.word().fetch_xor(2, Ordering::Relaxed);
+            zone.word().fetch_xor(4, Ordering::Relaxed);
             // SAFETY: as above.
             assert!(unsafe { attach_fast(&mp) }.is_none(), "another hash");
         }
+    }
+
+    /// A direct newest-first pool's word is neither of the fast paths' two:
+    /// only `attach_newest` and the checked attach take it, and a word that
+    /// says newest first for a core that is not (or the other way round) is
+    /// refused. A newest-first pool with the handler cache on keeps the
+    /// cached word and its fast paths.
+    #[test]
+    fn a_direct_newest_first_pool_has_a_word_of_its_own() {
+        let zone = HeapZone::new(0, true);
+        let mp = zone.pool();
+        assert_eq!(zone.word().load(Ordering::Relaxed), ZONE_MAGIC_NEWEST);
+        // SAFETY: `pool_data` points to a whole zone.
+        unsafe {
+            assert!(attach_fast(&mp).is_none());
+            let core = attach_newest(&mp).expect("the newest word");
+            assert!(core.newest_first() && core.is_direct());
+            let z = attach(&mp).unwrap();
+            assert!(z.direct && z.core.newest_first());
+        }
+        // The newest bit on a core that is FIFO, and off on one that is not.
+        let fifo = HeapZone::new(0, false);
+        fifo.word().fetch_or(2, Ordering::Relaxed);
+        zone.word().fetch_and(!2, Ordering::Relaxed);
+        for z in [&fifo, &zone] {
+            let mp = z.pool();
+            // SAFETY: as above.
+            let e = unsafe { attach(&mp) }
+                .err()
+                .expect("route bits against the core");
+            assert!(matches!(e, GlueError::NotOurPool { .. }), "{e}");
+        }
+        let cached = HeapZone::new(32, true);
+        let mp = cached.pool();
+        assert_eq!(cached.word().load(Ordering::Relaxed), ZONE_MAGIC);
+        // SAFETY: as above.
+        assert!(unsafe { attach_fast(&mp) }.is_some_and(|z| z.core.newest_first()));
     }
 
     #[test]

@@ -397,10 +397,18 @@ impl PoolCore {
         }
         let ring = self.ring();
         if ring.last_putter() == lcore {
-            ring.dequeue_newest_bulk(out).is_ok()
+            ring.take_back(out)
         } else {
-            ring.dequeue_bulk(out).is_ok()
+            self.oldest_for_newest(out)
         }
+    }
+
+    /// The oldest objects for [`try_get_newest`](PoolCore::try_get_newest)
+    /// (another caller's put was the ring's last): the FIFO dequeue, out of
+    /// line so that the take-back's callers keep a small frame.
+    #[inline(never)]
+    fn oldest_for_newest(&self, out: &mut [*mut c_void]) -> bool {
+        self.ring().dequeue_bulk(out).is_ok()
     }
 
     /// Whether [`try_get_newest`](PoolCore::try_get_newest) /

@@ -48,7 +48,8 @@
 
 use core::ffi::c_void;
 
-use super::{PtrRing, RingError};
+use super::small::copy_small;
+use super::{PtrRing, RingError, SMALL_BULK_MAX};
 use crate::sync::Ordering;
 
 impl PtrRing {
@@ -115,6 +116,31 @@ impl PtrRing {
         }
     }
 
+    /// [`dequeue_newest_bulk`](PtrRing::dequeue_newest_bulk) for a pool's
+    /// get: whether it took `out.len()` objects (`false`, having taken
+    /// none, on every error), with the single-producer case out of line
+    /// (a pool never asks it there), so that a caller inlining it keeps a
+    /// small frame.
+    #[inline(always)]
+    pub(crate) fn take_back(&self, out: &mut [*mut c_void]) -> bool {
+        let n = out.len();
+        if n == 0 || n > self.hdr.config.capacity {
+            return n == 0;
+        }
+        if self.hdr.config.single_producer {
+            return self.dequeue_bulk_out_of_line(out);
+        }
+        self.dequeue_newest(out, true, || {}) != 0
+    }
+
+    /// [`dequeue_bulk`](PtrRing::dequeue_bulk) as a call, for
+    /// [`take_back`](PtrRing::take_back)'s case that never happens.
+    #[cold]
+    #[inline(never)]
+    fn dequeue_bulk_out_of_line(&self, out: &mut [*mut c_void]) -> bool {
+        self.dequeue_bulk(out).is_ok()
+    }
+
     /// Dequeues up to `out.len()` of the newest objects into the front of
     /// `out` and returns how many: [`dequeue_burst`](PtrRing::dequeue_burst)
     /// from the producer's end, as
@@ -172,8 +198,19 @@ impl PtrRing {
         let first = s.wrapping_sub(n);
         // Plain reads are race-free: every fill of `[h, s)` happened
         // before the producer lock came to us, and nobody else writes
-        // these slots while we hold both sides.
-        Self::copy_out(self.runs(first, n), &mut out[..n]);
+        // these slots while we hold both sides. A small bulk that does
+        // not wrap (the common take-back: what the caller's last put
+        // gave) is copied as the FIFO paths copy theirs, without the
+        // general copy's run split and size dispatch.
+        let (a, b) = self.runs(first, n);
+        if n == 1 {
+            // Relaxed: as the plain reads above.
+            out[0] = a[0].load(Ordering::Relaxed) as *mut c_void;
+        } else if n <= SMALL_BULK_MAX && b.is_empty() {
+            copy_small(a, &mut out[..n]);
+        } else {
+            Self::copy_out((a, b), &mut out[..n]);
+        }
         // Last slot first, then `seq`: see the module documentation for a
         // holder that dies in between.
         #[cfg(any(loom, feature = "crash-points"))]
@@ -232,6 +269,38 @@ mod tests {
         assert!(r.hdr.producer.lock.try_take(DEAD));
         r.slot(4).store(0, Ordering::Relaxed);
         r
+    }
+
+    /// Every take-back size at every position of a ring of 16, wrapped or
+    /// not (the single-object, small-run and general copies): the newest
+    /// `n` in sequence order, their slots free, the rest left oldest first.
+    #[test]
+    fn take_backs_of_every_size_at_every_offset() {
+        for start in 0..16 {
+            for held in 1..=12 {
+                for n in 1..=held {
+                    let r = HeapRing::new(RingLayout::with_batch(16, 1).unwrap());
+                    // Move the ring's indexes to `start`.
+                    let pad: Vec<_> = (1000..1000 + start).map(obj).collect();
+                    let mut sink = vec![core::ptr::null_mut(); 16];
+                    r.enqueue_bulk(&pad).unwrap();
+                    assert_eq!(r.dequeue_burst(&mut sink), start);
+                    let objs: Vec<_> = (1..=held).map(obj).collect();
+                    r.enqueue_bulk(&objs).unwrap();
+                    let mut out = vec![core::ptr::null_mut(); n];
+                    assert!(r.take_back(&mut out), "start {start}, {n} of {held}");
+                    assert_eq!(out[..], objs[held - n..], "start {start}, {n} of {held}");
+                    assert_eq!(r.len(), held - n);
+                    // The freed slots take a full ring's worth again.
+                    let more: Vec<_> = (100..100 + n).map(obj).collect();
+                    r.enqueue_bulk(&more).unwrap();
+                    let mut rest = vec![core::ptr::null_mut(); held];
+                    assert_eq!(r.dequeue_burst(&mut rest), held);
+                    let want: Vec<_> = objs[..held - n].iter().chain(&more).copied().collect();
+                    assert_eq!(rest, want, "start {start}, {n} of {held}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -58,6 +58,37 @@ pub(super) unsafe fn dequeue(
             }
         }
     }
+    // A newest-first pool without the handler cache: its own route.
+    // SAFETY: DPDK passes its own mempool.
+    if let Some(core) = unsafe { zone::attach_newest(mp) } {
+        // SAFETY: forwarded DPDK arguments; the lcore id as in
+        // `put::enqueue`.
+        return unsafe { dequeue_newest(mp, objs, n, core, sys::lcore_id()) };
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { dequeue_slow(mp, objs, n) }
+}
+
+/// `dequeue` of a newest-first pool with the handler cache off
+/// ([`zone::attach_newest`]): [`PoolCore::try_get_newest`], the ring's
+/// newest objects when the caller's put was its last, else its oldest,
+/// without the checked entry; whatever it refuses (a caller without a
+/// slot, validation mode, a draining pool, too few objects) goes on to
+/// [`dequeue_slow`].
+#[inline(never)]
+unsafe fn dequeue_newest(
+    mp: *mut sys::rte_mempool,
+    objs: *mut *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    // SAFETY: DPDK passes room for `n` object pointers; the lcore id is
+    // the caller's own (`dequeue`).
+    if unsafe { core.try_get_newest(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {
+        // No `clear_trailing_failures`, as in `dequeue_direct`.
+        return 0;
+    }
     // SAFETY: forwarded DPDK arguments.
     unsafe { dequeue_slow(mp, objs, n) }
 }
@@ -162,22 +193,10 @@ unsafe fn dequeue_shared(
 
 /// Every dequeue the fast paths did not serve: with the handler cache on,
 /// a refill or a caller without a slot; with it off, a draining pool or
-/// too few objects; validation mode; a newest-first pool (its own route
-/// first); a pool that is not ours.
+/// too few objects; validation mode; what a newest-first pool's route
+/// refused; a pool that is not ours.
 #[inline(never)]
 unsafe fn dequeue_slow(mp: *mut sys::rte_mempool, objs: *mut *mut c_void, n: c_uint) -> c_int {
-    // A newest-first pool, whose gets the fast paths above refuse: its own
-    // route, without the checked entry, where it serves the caller.
-    // SAFETY: DPDK passes its own mempool, and room for `n` object
-    // pointers; the lcore id as in `put::enqueue`.
-    unsafe {
-        if let Some(z) = zone::attach_fast(mp) {
-            let out = core::slice::from_raw_parts_mut(objs, n as usize);
-            if z.core.try_get_newest(sys::lcore_id(), out) {
-                return 0;
-            }
-        }
-    }
     // SAFETY: DPDK passes its own mempool.
     let z = match unsafe { zone::attach(mp) } {
         Ok(z) => z,

@@ -76,6 +76,43 @@ pub(super) unsafe fn enqueue(
             }
         }
     }
+    // A newest-first pool without the handler cache: its own route.
+    // SAFETY: DPDK passes its own mempool.
+    if let Some(core) = unsafe { zone::attach_newest(mp) } {
+        let lcore = sys::lcore_id();
+        // SAFETY: forwarded DPDK arguments; the lcore id as above.
+        return unsafe {
+            if n == 1 {
+                enqueue_newest::<true>(mp, objs, 1, core, lcore)
+            } else {
+                enqueue_newest::<false>(mp, objs, n, core, lcore)
+            }
+        };
+    }
+    // SAFETY: forwarded DPDK arguments.
+    unsafe { enqueue_slow(mp, objs, n) }
+}
+
+/// `enqueue` of a newest-first pool with the handler cache off
+/// ([`zone::attach_newest`]): [`PoolCore::try_put_newest`], into the ring
+/// naming the lcore, without the checked entry; whatever it refuses goes
+/// on to [`enqueue_slow`] (see `get::dequeue_newest`). `ONE`: the copy
+/// for single objects, the length a constant (a leaf without the bulk
+/// code's stack frame), as the direct paths have.
+#[inline(never)]
+unsafe fn enqueue_newest<const ONE: bool>(
+    mp: *mut sys::rte_mempool,
+    objs: *const *mut c_void,
+    n: c_uint,
+    core: &PoolCore,
+    lcore: u32,
+) -> c_int {
+    let n = if ONE { 1 } else { n };
+    // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
+    // caller's own (`enqueue`).
+    if unsafe { core.try_put_newest(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
+        return 0;
+    }
     // SAFETY: forwarded DPDK arguments.
     unsafe { enqueue_slow(mp, objs, n) }
 }
@@ -184,21 +221,10 @@ unsafe fn enqueue_shared(
 
 /// Every enqueue the fast paths did not take: with the handler cache on,
 /// a full or closed cache or a caller without a slot; with it off, a
-/// released pool or a ring without room; validation mode; a pool that is
-/// not ours.
+/// released pool or a ring without room; validation mode; what a
+/// newest-first pool's route refused; a pool that is not ours.
 #[inline(never)]
 unsafe fn enqueue_slow(mp: *mut sys::rte_mempool, objs: *const *mut c_void, n: c_uint) -> c_int {
-    // A newest-first pool's own route (see `get::dequeue_slow`).
-    // SAFETY: DPDK passes its own mempool and `n` valid object pointers;
-    // the lcore id as in `enqueue`.
-    unsafe {
-        if let Some(z) = zone::attach_fast(mp) {
-            let objs = core::slice::from_raw_parts(objs, n as usize);
-            if z.core.try_put_newest(sys::lcore_id(), objs) {
-                return 0;
-            }
-        }
-    }
     // SAFETY: DPDK passes its own mempool.
     let z = match unsafe { zone::attach(mp) } {
         Ok(z) => z,
