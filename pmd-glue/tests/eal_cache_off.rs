@@ -12,7 +12,7 @@ use std::ffi::{c_int, c_void, CString};
 
 use common::*;
 use dpdk_sys as sys;
-use rte_mempool_ptr_ring::capi::ptr_ring_flush_lcore_cache;
+use rte_mempool_ptr_ring::capi::{ptr_ring_flush_lcore_cache, ptr_ring_stats, PtrRingStats};
 use rte_mempool_ptr_ring::pool_config::PoolConfigArg;
 
 const N: u32 = 512;
@@ -239,6 +239,13 @@ fn newest_first_hands_an_lcore_back_its_own() {
     let rc = unsafe { sys::rte_mempool_get_bulk(mp, bulk.as_mut_ptr(), 4) };
     assert_eq!(rc, 0);
     assert_eq!(bulk[..], held[N as usize - 8..N as usize - 4]);
+    // The pool's zone word is its own (the callbacks' newest-first
+    // route): the checked entry points still know the pool, and count
+    // the eight taken back as out.
+    let mut stats = PtrRingStats::default();
+    // SAFETY: a live pool, a valid out pointer.
+    assert_eq!(unsafe { ptr_ring_stats(mp, &mut stats) }, 0);
+    assert_eq!((stats.inflight, stats.in_ring), (8, u64::from(N) - 8));
     // SAFETY: the eight objects taken above.
     unsafe {
         sys::rte_mempool_put_bulk(mp, bulk.as_ptr(), 4);
