@@ -11,7 +11,10 @@
 #   forced  one secondary per crash site, parked inside the ring's critical
 #           section (mp_churn --crash: a producer after k fills of its bulk, a
 #           consumer before publishing head, a consumer after publishing head
-#           and k clears), then SIGKILLed. Primary and secondary are the
+#           and k clears), then SIGKILLed; then, with the primary restarted
+#           on a newest-first pool (PTR_RING_ORDER=newest-first), a get that
+#           takes back from the producer end, holding both sides' locks,
+#           after k of its clears. Primary and secondary are the
 #           crash-points build (target/crash), which no other build is.
 #
 # After each kill: the primary forwards again within a second (port 0's
@@ -20,10 +23,11 @@
 # handler, and no more: the ring holds L fewer objects and the handler's
 # inflight count is L higher. L is exact for the forced kills (32-k for a
 # producer dead after k fills: those reached the ring; 0 before head: its
-# objects are still in the ring; 32 after head: it had taken them) and at
+# objects are still in the ring; 32 after head: it had taken them; k for a
+# take-back dead after k clears: the uncleared stay in the ring) and at
 # most one bulk for the random ones; a forced kill is one more lock
-# takeover and the ring is never poisoned. At the end testpmd stops on
-# SIGINT.
+# takeover (two for a take-back: both sides) and the ring is never
+# poisoned. At the end testpmd stops on SIGINT.
 #
 # Needs hugepages (secondaries map the primary's memory): with --no-huge in
 # build/eal-mem.env it prints SKIP. Ends with "kill: N passed, M failed";
@@ -182,12 +186,12 @@ forwards_again() {
     return 1
 }
 
-# kill_and_check NAME LOG EXPECT: SIGKILL the secondary, then the checks;
-# EXPECT is L, the objects the dead process took with it, or "bulk" for 0
-# to 32. Returns non-zero when the primary no longer forwards (the phase
-# then ends).
+# kill_and_check NAME LOG EXPECT [SIDES]: SIGKILL the secondary, then the
+# checks; EXPECT is L, the objects the dead process took with it, or "bulk"
+# for 0 to 32; SIDES the lock takeovers a forced kill makes (1). Returns
+# non-zero when the primary no longer forwards (the phase then ends).
 kill_and_check() {
-    local name=$1 log=$2 expect=$3 before_r=$in_ring before_i=$inflight before_t=$takeovers
+    local name=$1 log=$2 expect=$3 sides=${4:-1} before_r=$in_ring before_i=$inflight before_t=$takeovers
     kill -KILL "$churn_pid" 2>/dev/null
     wait "$churn_pid" 2>/dev/null
     churn_pid=""
@@ -206,7 +210,7 @@ kill_and_check() {
     if [[ $expect == bulk ]]; then
         [[ $lost -ge 0 && $lost -le 32 ]] || ok=0
     else
-        [[ $lost -eq $expect && $dt -eq 1 ]] || ok=0
+        [[ $lost -eq $expect && $dt -eq $sides ]] || ok=0
     fi
     [[ $poisoned -eq 0 ]] || ok=0
     if [[ $ok -eq 1 ]]; then
@@ -255,6 +259,25 @@ if [[ $FORCED -eq 1 ]]; then
         fail forced "cannot build the crash-points handler" "$logs/build-crash.log"
         finish
     fi
+    # forced_site SITE EXPECT SIDES: one secondary parked at SITE, killed.
+    forced_site() {
+        local site=$1 clog=$logs/churn-forced-${1/:/-}.log parked=0
+        if ! start_churn "$crash/mp_churn" "$clog" --crash "$site" --after-ms 100; then
+            fail "forced-$site" "mp_churn did not start" "$clog"
+            stop_churn
+            return 0
+        fi
+        for _ in $(seq 50); do
+            grep -q 'crash point reached' "$clog" && { parked=1; break; }
+            sleep 0.1
+        done
+        if [[ $parked -eq 0 ]]; then
+            fail "forced-$site" "mp_churn never reached the crash point" "$clog"
+            stop_churn
+            return 0
+        fi
+        kill_and_check "forced-$site" "$clog" "$2" "$3"
+    }
     if start_primary "$crash/librte_mempool_ptr_ring.so" && measure; then
         for site in fill:0 fill:13 fill:32 head clear:0 clear:9; do
             case $site in
@@ -262,27 +285,27 @@ if [[ $FORCED -eq 1 ]]; then
             head) expect=0 ;;
             clear:*) expect=32 ;;
             esac
-            clog=$logs/churn-forced-${site/:/-}.log
-            if ! start_churn "$crash/mp_churn" "$clog" --crash "$site" --after-ms 100; then
-                fail "forced-$site" "mp_churn did not start" "$clog"
-                stop_churn
-                continue
-            fi
-            parked=0
-            for _ in $(seq 50); do
-                grep -q 'crash point reached' "$clog" && { parked=1; break; }
-                sleep 0.1
-            done
-            if [[ $parked -eq 0 ]]; then
-                fail "forced-$site" "mp_churn never reached the crash point" "$clog"
-                stop_churn
-                continue
-            fi
-            kill_and_check "forced-$site" "$clog" "$expect" || break
+            forced_site "$site" "$expect" 1 || break
         done
         sigint_stops forced-sigint
     else
         fail forced "testpmd primary (crash-points build) did not start" "${plog:-}"
+        stop_primary
+    fi
+    # A take-back holds both sides: the consumer's lock, then the
+    # producer's; k clears made, the rest of its bulk still in the ring.
+    if PTR_RING_ORDER=newest-first start_primary "$crash/librte_mempool_ptr_ring.so" && measure; then
+        order=$(tel /ptr_ring/stats,mb_pool_0 order) || order=unknown
+        if [[ $order != newest_first ]]; then
+            fail forced-takeback "mb_pool_0 gets '$order', not newest_first" "$plog"
+        else
+            for k in 0 9; do
+                forced_site "takeback:$k" "$k" 2 || break
+            done
+        fi
+        sigint_stops forced-takeback-sigint
+    else
+        fail forced-takeback "testpmd primary (newest first) did not start" "${plog:-}"
         stop_primary
     fi
 fi

@@ -7,7 +7,7 @@
 //! killed.
 //!
 //! ```text
-//! mp_churn [EAL args] -- --pool NAME [--bulk N] [--crash fill:K|head|clear:K] [--after-ms MS]
+//! mp_churn [EAL args] -- --pool NAME [--bulk N] [--crash fill:K|head|clear:K|takeback:K] [--after-ms MS]
 //! ```
 //!
 //! Prints `mp_churn: running` once its first bulk went round; exits non-zero
@@ -65,7 +65,12 @@ fn arm(spec: &str) -> Result<(), String> {
         "fill" => CrashSite::ProducerFills(k),
         "head" => CrashSite::ConsumerBeforeHead,
         "clear" => CrashSite::ConsumerClears(k),
-        _ => return Err(format!("--crash {spec}: fill:K, head or clear:K")),
+        "takeback" => CrashSite::TakeBackClears(k),
+        _ => {
+            return Err(format!(
+                "--crash {spec}: fill:K, head, clear:K or takeback:K"
+            ))
+        }
     });
     Ok(())
 }
@@ -121,8 +126,9 @@ const USAGE: &str = "\
 usage: mp_churn [EAL args] -- --pool NAME [--bulk N] [--crash SITE] [--after-ms MS]
 
 A secondary that gets and puts bulks of N (32) mbufs of the primary's pool
-NAME until killed. --crash fill:K|head|clear:K (crash-points builds) parks it
-inside the ring's critical section --after-ms (200) after start.";
+NAME until killed. --crash fill:K|head|clear:K|takeback:K (crash-points
+builds; takeback: a newest-first pool's get, after K clears) parks it inside
+the ring's critical section --after-ms (200) after start.";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
