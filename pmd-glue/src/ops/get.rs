@@ -60,10 +60,10 @@ pub(super) unsafe fn dequeue(
     }
     // A newest-first pool without the handler cache: its own route.
     // SAFETY: DPDK passes its own mempool.
-    if let Some(core) = unsafe { zone::attach_newest(mp) } {
+    if let Some(z) = unsafe { zone::attach_newest(mp) } {
         // SAFETY: forwarded DPDK arguments; the lcore id as in
         // `put::enqueue`.
-        return unsafe { dequeue_newest(mp, objs, n, core, sys::lcore_id()) };
+        return unsafe { dequeue_newest(mp, objs, n, z.core, sys::lcore_id()) };
     }
     // SAFETY: forwarded DPDK arguments.
     unsafe { dequeue_slow(mp, objs, n) }

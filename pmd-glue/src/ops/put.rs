@@ -78,14 +78,14 @@ pub(super) unsafe fn enqueue(
     }
     // A newest-first pool without the handler cache: its own route.
     // SAFETY: DPDK passes its own mempool.
-    if let Some(core) = unsafe { zone::attach_newest(mp) } {
+    if let Some(z) = unsafe { zone::attach_newest(mp) } {
         let lcore = sys::lcore_id();
         // SAFETY: forwarded DPDK arguments; the lcore id as above.
         return unsafe {
             if n == 1 {
-                enqueue_newest::<true>(mp, objs, 1, core, lcore)
+                enqueue_newest::<true>(mp, objs, 1, z.core, lcore)
             } else {
-                enqueue_newest::<false>(mp, objs, n, core, lcore)
+                enqueue_newest::<false>(mp, objs, n, z.core, lcore)
             }
         };
     }

@@ -18,6 +18,11 @@ use crate::error::GlueError;
 use crate::port::ReleaseLock;
 use crate::{ffi, ops_name};
 
+mod word;
+
+use word::zone_magic;
+pub use word::{attach, attach_fast, attach_newest};
+
 // Public here, where the crate's users find them; they live in the leaf
 // module `cname`, which every module may use.
 pub use crate::cname::{cstr_field, cstr_ptr, dpdk_max_pool_name};
@@ -62,35 +67,6 @@ pub const BUILD: BuildId = {
         ((year & 0xff) << 24) | ((month & 0xff) << 16) | ((minor & 0xff) << 8) | (abi & 0xff),
     )
 };
-
-/// The zone's first word in this build, for a pool with the handler cache
-/// on: [`MAGIC_PREFIX`] and the low half of [`BUILD`]'s hash folded in, its
-/// two low bits clear (they name the route). The fast path checks this
-/// word alone, so a zone of another build (or another format) fails it
-/// there at no cost, and [`attach`] then names the build that made it.
-const ZONE_MAGIC: u64 = (MAGIC_PREFIX << 32) | ((BUILD.hash ^ (BUILD.hash >> 32)) & 0xffff_fffc);
-/// [`ZONE_MAGIC`] with bit 0 set: the first word of a zone whose pool has
-/// the handler cache off ([`PoolCore::is_direct`]). The one load of the
-/// fast path's zone check also chooses its route, with no read of the
-/// core's flag.
-const ZONE_MAGIC_DIRECT: u64 = ZONE_MAGIC | 1;
-/// [`ZONE_MAGIC_DIRECT`] with bit 1 set as well: a pool with the handler
-/// cache off whose gets are newest first ([`PoolCore::newest_first`]).
-/// The fast paths' two compares fail on it, at no cost to the other
-/// pools, and the callbacks then send it to its own route
-/// ([`attach_newest`]), which the direct paths would otherwise have to
-/// refuse first.
-const ZONE_MAGIC_NEWEST: u64 = ZONE_MAGIC | 3;
-
-/// The first word of a zone whose pool is (`direct`) or is not direct,
-/// newest first or not (`newest`, with `direct` only).
-const fn zone_magic(direct: bool, newest: bool) -> u64 {
-    if direct && newest {
-        ZONE_MAGIC_NEWEST
-    } else {
-        ZONE_MAGIC | direct as u64
-    }
-}
 
 /// `0123456789abcdef (accounting on, DPDK 24.11.1, ABI 25)`: a build as the
 /// errors name it.
@@ -315,100 +291,6 @@ unsafe fn init_at(base: *mut u8, layout: &PoolLayout, ops_index: i32) -> Zone<'s
     }
 }
 
-/// The zone behind `mp->pool_data`, after checking it is one of ours: a
-/// process whose ops table is numbered differently from the creator's would
-/// otherwise hand us another handler's pool.
-///
-/// # Safety
-/// `mp` is a valid mempool; its `pool_data` is null or points to at least
-/// 8 readable bytes (true of every handler's private data).
-#[inline(always)]
-pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueError> {
-    // SAFETY: per the caller's contract (the same as `attach_fast`'s).
-    let (z, newest) = match unsafe { (attach_fast(mp), attach_newest(mp)) } {
-        (Some(z), _) => (z, false),
-        (None, Some(core)) => {
-            // SAFETY: `attach_newest` read a non-null `pool_data` whose
-            // first word is this build's: the header is there.
-            let header = unsafe { &*(*mp).__bindgen_anon_1.pool_data.cast::<ZoneHeader>() };
-            let z = Zone {
-                header,
-                core,
-                direct: true,
-            };
-            (z, true)
-        }
-        // SAFETY: per the caller's contract.
-        (None, None) => return Err(unsafe { refusal(mp) }),
-    };
-    // The whole build hash (the magic holds 32 bits of it), then the core's
-    // own magic and build: a second, independent check of the block.
-    if z.header.build.hash != BUILD.hash {
-        return Err(other_build(mp, &z.header.build));
-    }
-    // SAFETY: the zone magic proves `create` initialised the core here.
-    let core = unsafe { PoolCore::attach(NonNull::from(z.core).cast::<u8>()) }?;
-    if core.is_direct() != z.direct || (core.is_direct() && core.newest_first() != newest) {
-        // The first word's route bits and the core disagree: not a zone
-        // `create` wrote.
-        return Err(GlueError::NotOurPool {
-            addr: (z.header as *const ZoneHeader) as usize,
-        });
-    }
-    Ok(Zone {
-        header: z.header,
-        core,
-        direct: z.direct,
-    })
-}
-
-/// Why [`attach_fast`] refused `mp`: a zone of this format made by another
-/// build (both named), or no zone of ours.
-///
-/// # Safety
-/// As for [`attach`].
-#[cold]
-#[inline(never)]
-unsafe fn refusal(mp: *const sys::rte_mempool) -> GlueError {
-    // SAFETY: per the caller's contract.
-    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<ZoneHeader>();
-    let not_ours = GlueError::NotOurPool {
-        addr: base as usize,
-    };
-    if base.is_null() {
-        return not_ours;
-    }
-    // SAFETY: at least 8 readable bytes (caller's contract). Acquire pairs
-    // with the Release store of the magic in `create` (of whichever build).
-    let magic = unsafe { (*base.cast::<AtomicU64>()).load(Ordering::Acquire) };
-    if magic >> 32 != MAGIC_PREFIX {
-        return not_ours;
-    }
-    // SAFETY: the prefix marks a zone of this family, whose header (128
-    // bytes) every build writes before its magic, with `family` and
-    // `build` at these offsets; plain reads of fields read-only after
-    // `create`.
-    let (family, build) = unsafe {
-        (
-            core::ptr::addr_of!((*base).family).read(),
-            core::ptr::addr_of!((*base).build).read(),
-        )
-    };
-    if family != ZONE_FAMILY {
-        return not_ours;
-    }
-    other_build(mp, &build)
-}
-
-/// The error for pool `mp`, whose zone build `found` made.
-fn other_build(mp: *const sys::rte_mempool, found: &BuildId) -> GlueError {
-    GlueError::OtherBuild {
-        pool: ffi::pool_name(mp),
-        found: build_name(found),
-        ours: build_name(&BUILD),
-    }
-}
-
 /// The zone of `mp` when `mp` is a pool of ours: not null, on the
 /// `ptr_ring` ops in this process, and its `pool_data` one of our zones.
 /// The preamble of every entry point a pool is handed to (C API, Rust API,
@@ -456,71 +338,6 @@ pub fn lookup<'l>(
     Some((mp, z))
 }
 
-/// [`attach`] for the get/put fast path: the same zone check (null and
-/// magic, the first word of `pool_data`), inlined, and the core found at its
-/// fixed offset without re-checking the core's own magic: `create` stores
-/// the zone magic (Release) only after `PoolCore::init` has finished, so a
-/// matching zone magic, read with Acquire, already proves an initialised
-/// core. `None` wherever [`attach`] would fail; the caller then takes its
-/// slow path, which calls [`attach`] and reports the error.
-///
-/// # Safety
-/// As for [`attach`].
-#[inline(always)]
-pub unsafe fn attach_fast<'a>(mp: *const sys::rte_mempool) -> Option<Zone<'a>> {
-    // SAFETY: per the caller's contract.
-    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<u8>();
-    if base.is_null() {
-        return None;
-    }
-    // SAFETY: at least 8 readable bytes at `base` (caller's contract).
-    // Acquire pairs with the Release store of the magic in `create`.
-    let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
-    // Which of the two words is compared first is the compiler's choice
-    // (the lower value: the cached one, whose path is inlined here whole).
-    let direct = if magic == ZONE_MAGIC {
-        false
-    } else if magic == ZONE_MAGIC_DIRECT {
-        true
-    } else {
-        return None;
-    };
-    // SAFETY: the magic proves `create` initialised the header and, before
-    // storing the magic, the core at HEADER_BYTES.
-    unsafe {
-        Some(Zone {
-            header: &*base.cast::<ZoneHeader>(),
-            core: PoolCore::attach_unchecked(NonNull::new_unchecked(base.add(HEADER_BYTES))),
-            direct,
-        })
-    }
-}
-
-/// The core of `mp` when its zone's first word is this build's
-/// `ZONE_MAGIC_NEWEST`: a pool with the handler cache off and newest-first
-/// gets, which [`attach_fast`] refuses so that the direct fast paths never
-/// see it. The same checks as `attach_fast`, for the callbacks' own route
-/// of such a pool; `None` for every other pool.
-///
-/// # Safety
-/// As for [`attach`].
-#[inline(always)]
-pub unsafe fn attach_newest<'a>(mp: *const sys::rte_mempool) -> Option<&'a PoolCore> {
-    // SAFETY: per the caller's contract.
-    let base = unsafe { (*mp).__bindgen_anon_1.pool_data }.cast::<u8>();
-    if base.is_null() {
-        return None;
-    }
-    // SAFETY: as in `attach_fast`; Acquire pairs with the Release store of
-    // the magic in `create`.
-    let magic = unsafe { (*(base.cast::<AtomicU64>())).load(Ordering::Acquire) };
-    if magic != ZONE_MAGIC_NEWEST {
-        return None;
-    }
-    // SAFETY: as in `attach_fast`: the magic proves an initialised core.
-    Some(unsafe { PoolCore::attach_unchecked(NonNull::new_unchecked(base.add(HEADER_BYTES))) })
-}
-
 /// Frees the zone of pool `pool_name`.
 pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
     let name = zone_name(pool_name)?;
@@ -544,6 +361,7 @@ pub fn destroy(pool_name: &str) -> Result<(), GlueError> {
 
 #[cfg(test)]
 mod tests {
+    use super::word::{ZONE_MAGIC, ZONE_MAGIC_DIRECT, ZONE_MAGIC_NEWEST};
     use super::*;
 
     #[test]
@@ -728,8 +546,8 @@ mod tests {
         // SAFETY: `pool_data` points to a whole zone.
         unsafe {
             assert!(attach_fast(&mp).is_none());
-            let core = attach_newest(&mp).expect("the newest word");
-            assert!(core.newest_first() && core.is_direct());
+            let z = attach_newest(&mp).expect("the newest word");
+            assert!(z.direct && z.core.newest_first() && z.core.is_direct());
             let z = attach(&mp).unwrap();
             assert!(z.direct && z.core.newest_first());
         }
