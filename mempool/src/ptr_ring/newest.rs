@@ -48,6 +48,7 @@
 
 use core::ffi::c_void;
 
+use super::runs::clear_run_from_top;
 use super::small::copy_small;
 use super::{PtrRing, RingError, SMALL_BULK_MAX};
 use crate::sync::Ordering;
@@ -214,21 +215,18 @@ impl PtrRing {
         // Last slot first, then `seq`: see the module documentation for a
         // holder that dies in between.
         #[cfg(any(loom, feature = "crash-points"))]
-        let die_after = crate::crash::take_back_clears_before_death();
-        for i in (0..n).rev() {
-            // `n - 1 - i` slots cleared so far.
-            #[cfg(any(loom, feature = "crash-points"))]
-            if die_after == Some(n - 1 - i) && crate::crash::die() {
-                return n;
-            }
+        if self.crash_taking_back(first, n) {
+            return n;
+        }
+        if n == 1 {
             // Release pairs with the Acquire room check of the next
             // producer (which follows our unlock anyway) and with the
             // Acquire slot loads of `is_empty` and the repairs.
-            self.slot(first.wrapping_add(i)).store(0, Ordering::Release);
-        }
-        #[cfg(any(loom, feature = "crash-points"))]
-        if die_after.is_some_and(|k| k >= n) && crate::crash::die() {
-            return n;
+            a[0].store(0, Ordering::Release);
+        } else {
+            // Release, as above; the wrapped part (`b`) holds the newest.
+            clear_run_from_top(b);
+            clear_run_from_top(a);
         }
         // Release pairs with the Acquire `seq` loads of `len` and of the
         // inflight totals.

@@ -341,6 +341,22 @@ impl PtrRing {
         }
         crate::crash::die()
     }
+
+    /// Crash point in a newest-first dequeue of `[first, first + n)`, after
+    /// its copy-out: if armed to die after `k` clears, clears the last `k`
+    /// slots (all `n`, and leaves `seq`, for `k >= n`), last first, and
+    /// dies (true). Slot by slot: every state `clear_run_from_top`'s pairs
+    /// can leave, and those between a pair's halves too. Test builds only.
+    pub(super) fn crash_taking_back(&self, first: usize, n: usize) -> bool {
+        let Some(k) = crate::crash::take_back_clears_before_death() else {
+            return false;
+        };
+        for i in (n - k.min(n)..n).rev() {
+            // Release, as in `clear_run_from_top`.
+            self.slot(first.wrapping_add(i)).store(0, Ordering::Release);
+        }
+        crate::crash::die()
+    }
 }
 
 /// The takeover on the real machine's path (on x86-64 through the

@@ -162,12 +162,14 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
 
 /// The walk over a run of slots that [`fill_run`] and [`clear_run`] share,
 /// as one `asm!` block: the run's start in `{d}` and its length in `{n}`
-/// (both consumed), a scratch register `{t}`. In sequence order: `setup`
-/// once (for a run that is not empty), a lone first slot (`one`) when `{d}`
-/// is off a 16-byte boundary, eight slots per loop turn (`eight`, four
-/// aligned 16-byte pairs), then four, two and one slot as the rest's bits
-/// say (`four`, `two`, `one`): the first slot is alone exactly when it is
-/// not aligned, so every pair store after it is. Each snippet advances the
+/// (both consumed), a scratch register `{t}`. In sequence order (or last
+/// first, where `setup` moves `{d}` to the run's end and each snippet steps
+/// down before it stores): `setup` once (for a run that is not empty), a
+/// lone first slot (`one`) when `{d}` is off a 16-byte boundary, eight
+/// slots per loop turn (`eight`, four aligned 16-byte pairs), then four,
+/// two and one slot as the rest's bits say (`four`, `two`, `one`): the
+/// first slot is alone exactly when it is not aligned, so every pair store
+/// after it is. Each snippet advances the
 /// pointers past what it wrote. All of the bookkeeping is in the block, on
 /// the count's bits: no loop for the last 0-7 slots, no split computed
 /// outside.
@@ -489,6 +491,57 @@ pub(super) fn clear_run(run: &[AtomicUsize]) {
     }
 }
 
+/// Clears the slots of `run` last first, as a newest-first dequeue takes
+/// them back (`PtrRing::dequeue_newest`): whoever holds the ring after a
+/// holder that died part-way finds a full prefix and free slots above it.
+/// Release, as [`clear_run`]'s stores.
+#[cfg(not(ring_asm))]
+#[inline(always)]
+pub(super) fn clear_run_from_top(run: &[AtomicUsize]) {
+    for d in run.iter().rev() {
+        // Release: see above, last slot first.
+        d.store(0, Ordering::Release);
+    }
+}
+
+/// Clears the slots of `run` last first, the aligned pairs with one 16-byte
+/// store each: [`clear_run`]'s walk from the run's end down. A pair's two
+/// halves may land in either order, but a process dies between
+/// instructions, never inside one, so a holder that dies part-way still
+/// leaves a full prefix and free slots above it; while it lives it holds
+/// both sides, and no reader orders anything by these slots.
+#[cfg(ring_asm)]
+#[inline(always)]
+pub(super) fn clear_run_from_top(run: &[AtomicUsize]) {
+    // SAFETY: `setup` moves `{d}` to the run's end; each snippet then steps
+    // `{d}` down before it stores, so the block writes 0 to slots
+    // `0..run.len()` of `run`, each exactly once, last first, in the shape
+    // of [`slot_run_asm`] (its alignment test now on the end: a lone last
+    // slot when the end is off a 16-byte boundary, so every pair store
+    // after it is aligned). Atomic Release stores of 0 per slot, as in
+    // `clear_run`.
+    unsafe {
+        slot_run_asm!(
+            setup: ["xorps {z}, {z}", "lea {d}, [{d} + {n} * 8]"],
+            one: ["sub {d}, 8", "mov qword ptr [{d}], 0"],
+            two: ["sub {d}, 16", "movaps [{d}], {z}"],
+            four: ["sub {d}, 32", "movaps [{d} + 16], {z}", "movaps [{d}], {z}"],
+            eight: [
+                "sub {d}, 64",
+                "movaps [{d} + 48], {z}",
+                "movaps [{d} + 32], {z}",
+                "movaps [{d} + 16], {z}",
+                "movaps [{d}], {z}"
+            ],
+            d = inout(reg) run.as_ptr() => _,
+            n = inout(reg) run.len() => _,
+            t = out(reg) _,
+            z = out(xmm_reg) _,
+            options(nostack),
+        );
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -591,9 +644,9 @@ mod tests {
         (out, null)
     }
 
-    /// Fills and clears of every length from every start, on both sides of
-    /// a 16-byte boundary (the paired stores' edge cases): exactly the run's
-    /// slots change, each to its own object, in a slot array that starts
+    /// Fills and clears (either way round) of every length from every
+    /// start, on both sides of a 16-byte boundary (the paired stores' edge
+    /// cases): exactly the run's slots change, each to its own object, in a slot array that starts
     /// 16-byte aligned as a ring's does.
     #[test]
     fn fill_and_clear_touch_exactly_their_run() {
@@ -619,19 +672,25 @@ mod tests {
                         "fill {start}+{n}, slot {i}"
                     );
                 }
+                let cleared = |how: &str| {
+                    for (i, s) in slots.0.iter().enumerate() {
+                        let want = if (start..start + n).contains(&i) {
+                            0
+                        } else {
+                            GUARD
+                        };
+                        assert_eq!(
+                            s.load(Ordering::Relaxed),
+                            want,
+                            "{how} {start}+{n}, slot {i}"
+                        );
+                    }
+                };
                 clear_run(run);
-                for (i, s) in slots.0.iter().enumerate() {
-                    let want = if (start..start + n).contains(&i) {
-                        0
-                    } else {
-                        GUARD
-                    };
-                    assert_eq!(
-                        s.load(Ordering::Relaxed),
-                        want,
-                        "clear {start}+{n}, slot {i}"
-                    );
-                }
+                cleared("clear");
+                fill_run(run, &objs);
+                clear_run_from_top(run);
+                cleared("clear from the top");
             }
         }
     }
