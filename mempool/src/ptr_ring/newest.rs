@@ -104,24 +104,21 @@ impl PtrRing {
     /// ```
     pub fn dequeue_newest_bulk(&self, out: &mut [*mut c_void]) -> Result<(), RingError> {
         let n = out.len();
-        if n == 0 {
-            return Ok(());
-        }
         self.fits(n)?;
-        if self.hdr.config.single_producer {
-            return self.dequeue_bulk(out);
-        }
-        match self.dequeue_newest(out, true, || {}) {
-            0 => Err(RingError::NotEnough { requested: n }),
-            _ => Ok(()),
+        // Every other failure (too few, a poisoned side) is `NotEnough`,
+        // as `dequeue_bulk` reports them.
+        if self.take_back(out) {
+            Ok(())
+        } else {
+            Err(RingError::NotEnough { requested: n })
         }
     }
 
     /// [`dequeue_newest_bulk`](PtrRing::dequeue_newest_bulk) for a pool's
     /// get: whether it took `out.len()` objects (`false`, having taken
-    /// none, on every error), with the single-producer case out of line
-    /// (a pool never asks it there), so that a caller inlining it keeps a
-    /// small frame.
+    /// none, on every error; `true` for an empty `out`), with the
+    /// single-producer case out of line (a pool never asks it there), so
+    /// that a caller inlining it keeps a small frame.
     #[inline(always)]
     pub(crate) fn take_back(&self, out: &mut [*mut c_void]) -> bool {
         let n = out.len();
