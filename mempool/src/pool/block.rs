@@ -422,4 +422,18 @@ impl PoolCore {
         // SAFETY: the caller's contract.
         unsafe { core::hint::assert_unchecked(self.hdr.direct) }
     }
+
+    /// [`assume_direct`](PoolCore::assume_direct) for a newest-first pool
+    /// (the glue's newest zone word): the newest-first route
+    /// ([`try_get_newest`](PoolCore::try_get_newest),
+    /// [`try_put_newest`](PoolCore::try_put_newest)) then skips its tests
+    /// of both flags.
+    ///
+    /// # Safety
+    /// `self.is_direct()` and the pool created newest first.
+    #[inline(always)]
+    pub unsafe fn assume_direct_newest(&self) {
+        // SAFETY: the caller's contract.
+        unsafe { core::hint::assert_unchecked(self.hdr.direct && self.hdr.newest_first) }
+    }
 }

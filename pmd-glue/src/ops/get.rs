@@ -83,6 +83,10 @@ unsafe fn dequeue_newest(
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
+    // SAFETY: `dequeue` calls this only for a pool whose zone word said
+    // newest first, cache off: `zone::create` writes that word from the
+    // core's own flags, for such a pool alone.
+    unsafe { core.assume_direct_newest() };
     // SAFETY: DPDK passes room for `n` object pointers; the lcore id is
     // the caller's own (`dequeue`).
     if unsafe { core.try_get_newest(lcore, core::slice::from_raw_parts_mut(objs, n as usize)) } {

@@ -108,6 +108,9 @@ unsafe fn enqueue_newest<const ONE: bool>(
     lcore: u32,
 ) -> c_int {
     let n = if ONE { 1 } else { n };
+    // SAFETY: as in `get::dequeue_newest`: the zone word said newest
+    // first, cache off.
+    unsafe { core.assume_direct_newest() };
     // SAFETY: DPDK passes `n` valid object pointers; the lcore id is the
     // caller's own (`enqueue`).
     if unsafe { core.try_put_newest(lcore, core::slice::from_raw_parts(objs, n as usize)) } {
