@@ -184,10 +184,11 @@ fn producer_dies_after_filling_all() {
 }
 
 /// The dying thread of the consumer-side models: armed at `site`, it
-/// dequeues two objects with `dequeue`; joined, it says whether it died
+/// dequeues `n` objects with `dequeue`; joined, it says whether it died
 /// there and what it copied out (nothing if the dequeue failed).
-fn dying_dequeue_of_two(
+fn dying_dequeue(
     r: &Arc<HeapRing>,
+    n: usize,
     site: CrashSite,
     dequeue: fn(&HeapRing, &mut [*mut c_void]) -> Result<(), mempool::RingError>,
 ) -> thread::JoinHandle<(bool, Vec<usize>)> {
@@ -195,7 +196,7 @@ fn dying_dequeue_of_two(
     thread::spawn(move || {
         be(DYING);
         crash::arm(site);
-        let mut out = [core::ptr::null_mut(); 2];
+        let mut out = vec![core::ptr::null_mut(); n];
         let took = dequeue(&r, &mut out).is_ok();
         let died = crash::dying();
         if died {
@@ -218,7 +219,7 @@ fn consumer_dies_at(site: CrashSite) {
         DEAD.store(0, Ordering::Relaxed);
         let r = Arc::new(HeapRing::new(RingLayout::with_batch(3, 2).unwrap()));
         r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
-        let dying = dying_dequeue_of_two(&r, site, |r, out| r.dequeue_bulk(out));
+        let dying = dying_dequeue(&r, 2, site, |r, out| r.dequeue_bulk(out));
         let producer = {
             let r = r.clone();
             thread::spawn(move || {
@@ -273,8 +274,9 @@ fn consumer_dies_mid_clear() {
     consumer_dies_at(CrashSite::ConsumerClears(1));
 }
 
-/// A newest-first dequeue of two from a ring holding 1, 2, 3 dies after
-/// clearing the last `clears` of its slots (holding both sides, `seq` not
+/// A newest-first dequeue of `n` (1: `take_back_one`, 2: the bulk path)
+/// from a ring holding 1, 2, 3 dies after clearing the last `clears` of
+/// its slots (holding both sides, `seq` not
 /// yet moved back), while a live producer puts 4; the main thread then
 /// drains and finishes the put. The objects whose slots it cleared are lost
 /// with it; the rest of what it copied out is still in the ring and
@@ -282,13 +284,13 @@ fn consumer_dies_mid_clear() {
 /// over and the ring is whole. (A live consumer as a fourth thread, as in
 /// `consumer_dies_at`, takes the model past loom's branch limit: its spins
 /// on two dead locks.)
-fn take_back_dies_after(clears: usize) {
+fn take_back_dies_after(n: usize, clears: usize) {
     model(move || {
         DEAD.store(0, Ordering::Relaxed);
         let r = Arc::new(HeapRing::new(RingLayout::with_batch(3, 2).unwrap()));
         r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
         let site = CrashSite::TakeBackClears(clears);
-        let dying = dying_dequeue_of_two(&r, site, |r, out| r.dequeue_newest_bulk(out));
+        let dying = dying_dequeue(&r, n, site, |r, out| r.dequeue_newest_bulk(out));
         let producer = {
             let r = r.clone();
             thread::spawn(move || {
@@ -339,15 +341,25 @@ fn take_back_dies_after(clears: usize) {
 
 #[test]
 fn take_back_dies_before_clearing() {
-    take_back_dies_after(0);
+    take_back_dies_after(2, 0);
 }
 
 #[test]
 fn take_back_dies_mid_clear() {
-    take_back_dies_after(1);
+    take_back_dies_after(2, 1);
 }
 
 #[test]
 fn take_back_dies_after_clearing_all() {
-    take_back_dies_after(2);
+    take_back_dies_after(2, 2);
+}
+
+#[test]
+fn take_back_of_one_dies_before_clearing() {
+    take_back_dies_after(1, 0);
+}
+
+#[test]
+fn take_back_of_one_dies_after_its_clear() {
+    take_back_dies_after(1, 1);
 }

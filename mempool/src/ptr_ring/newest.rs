@@ -128,7 +128,42 @@ impl PtrRing {
         if self.hdr.config.single_producer {
             return self.dequeue_bulk_out_of_line(out);
         }
+        if n == 1 {
+            return self.take_back_one(&mut out[0]);
+        }
         self.dequeue_newest(out, true, || {}) != 0
+    }
+
+    /// [`dequeue_newest`](PtrRing::dequeue_newest) of exactly one object,
+    /// into `out`: a function of its own, without the bulk's run split and
+    /// copies, so that it needs no stack frame (the general one saves six
+    /// registers), as the FIFO side has `dequeue_one`. `false`, with
+    /// nothing taken, on an empty ring or a poisoned side.
+    #[inline(never)]
+    fn take_back_one(&self, out: &mut *mut c_void) -> bool {
+        let Ok(_consumer) = self.consumer_lock() else {
+            return false;
+        };
+        let Ok(_producer) = self.producer_lock() else {
+            return false;
+        };
+        // Relaxed, both, and the plain read: as in `dequeue_newest`.
+        let h = self.hdr.consumer.head.load(Ordering::Relaxed);
+        let s = self.hdr.producer.seq.load(Ordering::Relaxed);
+        if s == h {
+            return false;
+        }
+        let first = s.wrapping_sub(1);
+        let slot = self.slot(first);
+        *out = slot.load(Ordering::Relaxed) as *mut c_void;
+        #[cfg(any(loom, feature = "crash-points"))]
+        if self.crash_taking_back(first, 1) {
+            return true;
+        }
+        // Release, as the clears in `dequeue_newest`.
+        slot.store(0, Ordering::Release);
+        self.hand_back_seq(first, 1);
+        true
     }
 
     /// [`dequeue_bulk`](PtrRing::dequeue_bulk) as a call, for
@@ -225,6 +260,16 @@ impl PtrRing {
             clear_run_from_top(b);
             clear_run_from_top(a);
         }
+        self.hand_back_seq(first, n);
+        locked();
+        n
+    }
+
+    /// The end of a take-back of `n` objects from `first` on, both sides
+    /// held and the slots cleared: moves `seq` back to `first` and counts
+    /// the `n` taken back.
+    #[inline(always)]
+    fn hand_back_seq(&self, first: usize, n: usize) {
         // Release pairs with the Acquire `seq` loads of `len` and of the
         // inflight totals.
         self.hdr.producer.seq.store(first, Ordering::Release);
@@ -234,8 +279,6 @@ impl PtrRing {
             .producer
             .taken_back
             .store(back.wrapping_add(n), Ordering::Relaxed);
-        locked();
-        n
     }
 }
 

@@ -61,9 +61,16 @@ pub(super) unsafe fn dequeue(
     // A newest-first pool without the handler cache: its own route.
     // SAFETY: DPDK passes its own mempool.
     if let Some(z) = unsafe { zone::attach_newest(mp) } {
+        let lcore = sys::lcore_id();
         // SAFETY: forwarded DPDK arguments; the lcore id as in
         // `put::enqueue`.
-        return unsafe { dequeue_newest(mp, objs, n, z.core, sys::lcore_id()) };
+        return unsafe {
+            if n == 1 {
+                dequeue_newest::<true>(mp, objs, 1, z.core, lcore)
+            } else {
+                dequeue_newest::<false>(mp, objs, n, z.core, lcore)
+            }
+        };
     }
     // SAFETY: forwarded DPDK arguments.
     unsafe { dequeue_slow(mp, objs, n) }
@@ -74,15 +81,20 @@ pub(super) unsafe fn dequeue(
 /// newest objects when the caller's put was its last, else its oldest,
 /// without the checked entry; whatever it refuses (a caller without a
 /// slot, validation mode, a draining pool, too few objects) goes on to
-/// [`dequeue_slow`].
+/// [`dequeue_slow`]. `ONE`: the copy for single objects, whose take-back
+/// is the ring's single-object one (`n` a constant); the other copy is
+/// told that `n` is not 1, so it does not test for it again.
 #[inline(never)]
-unsafe fn dequeue_newest(
+unsafe fn dequeue_newest<const ONE: bool>(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
     n: c_uint,
     core: &PoolCore,
     lcore: u32,
 ) -> c_int {
+    let n = if ONE { 1 } else { n };
+    // SAFETY: `dequeue` sends single objects to the `ONE` copy alone.
+    unsafe { core::hint::assert_unchecked(ONE == (n == 1)) };
     // SAFETY: `dequeue` calls this only for a pool whose zone word said
     // newest first, cache off: `zone::create` writes that word from the
     // core's own flags, for such a pool alone.
