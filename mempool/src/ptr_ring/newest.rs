@@ -234,12 +234,10 @@ impl PtrRing {
         // these slots while we hold both sides. A small bulk that does
         // not wrap (the common take-back: what the caller's last put
         // gave) is copied as the FIFO paths copy theirs, without the
-        // general copy's run split and size dispatch.
+        // general copy's run split and size dispatch. (A single object
+        // comes here only from a burst: `take_back` has `take_back_one`.)
         let (a, b) = self.runs(first, n);
-        if n == 1 {
-            // Relaxed: as the plain reads above.
-            out[0] = a[0].load(Ordering::Relaxed) as *mut c_void;
-        } else if n <= SMALL_BULK_MAX && b.is_empty() {
+        if (2..=SMALL_BULK_MAX).contains(&n) && b.is_empty() {
             copy_small(a, &mut out[..n]);
         } else {
             Self::copy_out((a, b), &mut out[..n]);
@@ -250,16 +248,12 @@ impl PtrRing {
         if self.crash_taking_back(first, n) {
             return n;
         }
-        if n == 1 {
-            // Release pairs with the Acquire room check of the next
-            // producer (which follows our unlock anyway) and with the
-            // Acquire slot loads of `is_empty` and the repairs.
-            a[0].store(0, Ordering::Release);
-        } else {
-            // Release, as above; the wrapped part (`b`) holds the newest.
-            clear_run_from_top(b);
-            clear_run_from_top(a);
-        }
+        // Release stores, pairing with the Acquire room check of the next
+        // producer (which follows our unlock anyway) and with the Acquire
+        // slot loads of `is_empty` and the repairs. The wrapped part (`b`)
+        // holds the newest.
+        clear_run_from_top(b);
+        clear_run_from_top(a);
         self.hand_back_seq(first, n);
         locked();
         n

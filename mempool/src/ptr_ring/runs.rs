@@ -169,10 +169,9 @@ pub(super) fn fill_run(run: &[AtomicUsize], objs: &[*mut c_void]) {
 /// slots per loop turn (`eight`, four aligned 16-byte pairs), then four,
 /// two and one slot as the rest's bits say (`four`, `two`, `one`): the
 /// first slot is alone exactly when it is not aligned, so every pair store
-/// after it is. Each snippet advances the
-/// pointers past what it wrote. All of the bookkeeping is in the block, on
-/// the count's bits: no loop for the last 0-7 slots, no split computed
-/// outside.
+/// after it is. Each snippet moves the pointers past what it wrote. All of
+/// the bookkeeping is in the block, on the count's bits: no loop for the
+/// last 0-7 slots, no split computed outside.
 #[cfg(ring_asm)]
 macro_rules! slot_run_asm {
     (
@@ -646,8 +645,8 @@ mod tests {
 
     /// Fills and clears (either way round) of every length from every
     /// start, on both sides of a 16-byte boundary (the paired stores' edge
-    /// cases): exactly the run's slots change, each to its own object, in a slot array that starts
-    /// 16-byte aligned as a ring's does.
+    /// cases): exactly the run's slots change, each to its own object, in
+    /// a slot array that starts 16-byte aligned as a ring's does.
     #[test]
     fn fill_and_clear_touch_exactly_their_run() {
         #[repr(align(64))]
