@@ -56,15 +56,16 @@ pub(super) const fn zone_magic(direct: bool, newest: bool) -> u64 {
 #[inline(always)]
 pub unsafe fn attach<'a>(mp: *const sys::rte_mempool) -> Result<Zone<'a>, GlueError> {
     // SAFETY: per the caller's contract (the same as `attach_fast`'s).
-    let (z, newest) = match unsafe { attach_fast(mp) } {
-        Some(z) => (z, false),
+    let word = unsafe { first_word(mp) };
+    let (base, direct, newest) = match word {
+        Some((base, ZONE_MAGIC)) => (base, false, false),
+        Some((base, ZONE_MAGIC_DIRECT)) => (base, true, false),
+        Some((base, ZONE_MAGIC_NEWEST)) => (base, true, true),
         // SAFETY: as above.
-        None => match unsafe { attach_newest(mp) } {
-            Some(z) => (z, true),
-            // SAFETY: as above.
-            None => return Err(unsafe { refusal(mp) }),
-        },
+        _ => return Err(unsafe { refusal(mp) }),
     };
+    // SAFETY: the word is one of this build's.
+    let z = unsafe { zone_at(base, direct) };
     // The whole build hash (the magic holds 32 bits of it), then the core's
     // own magic and build: a second, independent check of the block.
     if z.header.build.hash != BUILD.hash {
