@@ -59,19 +59,7 @@ fn parse(app: &[String]) -> Result<Args, String> {
 #[cfg(feature = "crash-points")]
 fn arm(spec: &str) -> Result<(), String> {
     use mempool::crash::{arm, CrashSite};
-    let (what, k) = spec.split_once(':').unwrap_or((spec, "0"));
-    let k: usize = k.parse().map_err(|e| format!("--crash {spec}: {e}"))?;
-    arm(match what {
-        "fill" => CrashSite::ProducerFills(k),
-        "head" => CrashSite::ConsumerBeforeHead,
-        "clear" => CrashSite::ConsumerClears(k),
-        "takeback" => CrashSite::TakeBackClears(k),
-        _ => {
-            return Err(format!(
-                "--crash {spec}: fill:K, head, clear:K or takeback:K"
-            ))
-        }
-    });
+    arm(CrashSite::parse(spec).map_err(|e| format!("--crash {e}"))?);
     Ok(())
 }
 

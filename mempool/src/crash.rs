@@ -25,6 +25,22 @@ pub enum CrashSite {
     TakeBackClears(usize),
 }
 
+impl CrashSite {
+    /// The site `spec` names: `fill:K`, `head`, `clear:K` or `takeback:K`
+    /// (a missing `:K` is 0); the error says why not, `spec` first.
+    pub fn parse(spec: &str) -> Result<CrashSite, String> {
+        let (what, k) = spec.split_once(':').unwrap_or((spec, "0"));
+        let k: usize = k.parse().map_err(|e| format!("{spec}: {e}"))?;
+        Ok(match what {
+            "fill" => CrashSite::ProducerFills(k),
+            "head" => CrashSite::ConsumerBeforeHead,
+            "clear" => CrashSite::ConsumerClears(k),
+            "takeback" => CrashSite::TakeBackClears(k),
+            _ => return Err(format!("{spec}: fill:K, head, clear:K or takeback:K")),
+        })
+    }
+}
+
 #[cfg(loom)]
 loom::thread_local! {
     static ARMED: core::cell::Cell<Option<CrashSite>> = core::cell::Cell::new(None);
@@ -49,15 +65,7 @@ pub fn arm(site: CrashSite) {
 #[cfg(not(loom))]
 pub fn arm_from_env() -> Option<CrashSite> {
     let v = std::env::var("PTR_RING_CRASH_AT").ok()?;
-    let (what, k) = v.split_once(':').unwrap_or((v.as_str(), "0"));
-    let k = k.parse().ok()?;
-    let site = match what {
-        "fill" => CrashSite::ProducerFills(k),
-        "head" => CrashSite::ConsumerBeforeHead,
-        "clear" => CrashSite::ConsumerClears(k),
-        "takeback" => CrashSite::TakeBackClears(k),
-        _ => return None,
-    };
+    let site = CrashSite::parse(&v).ok()?;
     arm(site);
     Some(site)
 }
