@@ -227,6 +227,33 @@ fn is_empty_never_false_while_consumer_invalidates() {
     }
 }
 
+/// The same race with a bulk above loom's `SMALL_BULK_MAX`, whose copy and
+/// clears are one pass after its `head` store (`take_out`), a slot left over
+/// from an earlier dequeue cleared first: four objects in, three taken
+/// while a reader checks, so "empty" is always wrong.
+#[test]
+fn is_empty_never_false_while_a_big_bulk_is_taken() {
+    model(|| {
+        let r = ring(4, 2);
+        // One taken first: its slot is due with the bulk's (`tail != h`).
+        r.enqueue_bulk(&[obj(8)]).unwrap();
+        assert_eq!(take(&r, 1), vec![8]);
+        r.enqueue_bulk(&[obj(1), obj(2), obj(3), obj(4)]).unwrap();
+        let c = {
+            let r = r.clone();
+            thread::spawn(move || take(&r, 3))
+        };
+        let e = {
+            let r = r.clone();
+            thread::spawn(move || r.is_empty())
+        };
+        assert!(!e.join().unwrap(), "false empty with an object in the ring");
+        assert_eq!(c.join().unwrap(), vec![1, 2, 3]);
+        assert_eq!(drain(&r), vec![4]);
+        assert!(r.is_empty());
+    });
+}
+
 /// Same, with the objects enqueued by another thread whose completion the
 /// checker observes through a flag (happens-before, not program order).
 #[test]

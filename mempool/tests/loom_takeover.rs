@@ -207,19 +207,21 @@ fn dying_dequeue(
     })
 }
 
-/// A consumer dies inside a dequeue of two from a ring holding 1, 2, 3
+/// A consumer dies inside a dequeue of `n` from a ring holding 1, 2, 3
 /// (capacity 3, batch 2: the dequeue's clear is due), at `site`, while a
-/// live producer puts 4, 5 and a live consumer takes. What the dead
-/// consumer copied out is lost only if it had published `head`; every other
-/// object is delivered exactly once; no consumed slot stays full, and no
-/// slot a producer refilled after the dead consumer cleared it is cleared
-/// again.
-fn consumer_dies_at(site: CrashSite) {
+/// live producer puts 4, 5 and a live consumer takes. Two objects go the
+/// small-bulk path (`consume_small`: copy, `head`, clears), three, above
+/// loom's `SMALL_BULK_MAX`, the big one (`take_out`: `head`, then copy and
+/// clears in one pass). What the dead consumer took is lost only if it had
+/// published `head`; every other object is delivered exactly once; no
+/// consumed slot stays full, and no slot a producer refilled after the dead
+/// consumer cleared it is cleared again.
+fn consumer_dies_at(site: CrashSite, n: usize) {
     model(move || {
         DEAD.store(0, Ordering::Relaxed);
         let r = Arc::new(HeapRing::new(RingLayout::with_batch(3, 2).unwrap()));
         r.enqueue_bulk(&[obj(1), obj(2), obj(3)]).unwrap();
-        let dying = dying_dequeue(&r, 2, site, |r, out| r.dequeue_bulk(out));
+        let dying = dying_dequeue(&r, n, site, |r, out| r.dequeue_bulk(out));
         let producer = {
             let r = r.clone();
             thread::spawn(move || {
@@ -261,17 +263,32 @@ fn consumer_dies_at(site: CrashSite) {
 
 #[test]
 fn consumer_dies_before_publishing_head() {
-    consumer_dies_at(CrashSite::ConsumerBeforeHead);
+    consumer_dies_at(CrashSite::ConsumerBeforeHead, 2);
 }
 
 #[test]
 fn consumer_dies_before_clearing() {
-    consumer_dies_at(CrashSite::ConsumerClears(0));
+    consumer_dies_at(CrashSite::ConsumerClears(0), 2);
 }
 
 #[test]
 fn consumer_dies_mid_clear() {
-    consumer_dies_at(CrashSite::ConsumerClears(1));
+    consumer_dies_at(CrashSite::ConsumerClears(1), 2);
+}
+
+#[test]
+fn consumer_dies_before_publishing_the_head_of_a_big_bulk() {
+    consumer_dies_at(CrashSite::ConsumerBeforeHead, 3);
+}
+
+#[test]
+fn consumer_dies_before_taking_a_big_bulk() {
+    consumer_dies_at(CrashSite::ConsumerClears(0), 3);
+}
+
+#[test]
+fn consumer_dies_taking_a_big_bulk() {
+    consumer_dies_at(CrashSite::ConsumerClears(2), 3);
 }
 
 /// A newest-first dequeue of `n` (1: `take_back_one`, 2: the bulk path)
