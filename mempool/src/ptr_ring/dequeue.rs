@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{clear_run, copy_run, prefetch_runs_for_write, take_run};
+use super::runs::{clear_run, copy_run, prefetch_runs_for_write, take_run, TAKE_RUN_MAX};
 use super::small::{clear_small, copy_small};
 use super::{PtrRing, RingError, SmallRange, SMALL_BULK_MAX};
 use crate::sync::{AtomicUsize, Ordering, Poisoned, SpinGuard};
@@ -348,7 +348,8 @@ impl PtrRing {
     /// Takes the `out.len()` filled slots from sequence number `h` into
     /// `out` (a bulk whose last slot, and its partner, read full) and
     /// publishes `head` past them; consumer side held. Where that makes the
-    /// invalidation due (the common case: a bulk of at least `batch`), the
+    /// invalidation due (the common case: a bulk of at least `batch`) and
+    /// the bulk is below [`TAKE_RUN_MAX`], the
     /// copy and the clear of the bulk's slots are one pass ([`take_run`]):
     /// `head` is published first, as `is_empty` needs it before any clear,
     /// then the slots due from earlier dequeues (`[tail, h)`, fewer than
@@ -365,10 +366,9 @@ impl PtrRing {
         // Relaxed: `tail` is only touched by the consumer side, whose
         // previous writer happens-before us.
         let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
-        if new_head.wrapping_sub(tail) < self.hdr.config.batch {
+        if n >= TAKE_RUN_MAX || new_head.wrapping_sub(tail) < self.hdr.config.batch {
             Self::copy_out(runs, out);
-            // Release pairs with the Acquire head load in `len`/`is_empty`.
-            self.hdr.consumer.head.store(new_head, Ordering::Release);
+            self.publish_head(new_head, Clears::Runs);
             return;
         }
         // Release pairs with the Acquire head load in `len`/`is_empty`. It

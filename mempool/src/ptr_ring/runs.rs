@@ -541,6 +541,15 @@ pub(super) fn clear_run_from_top(run: &[AtomicUsize]) {
     }
 }
 
+/// Bulks below this many objects are read and cleared in one pass
+/// ([`take_run`]) where their clear is due; bigger ones are copied out
+/// (`memcpy`, with the widest loads and stores the CPU has) and then
+/// cleared. The one pass stores to `out` 16 bytes at a time, and a ring's
+/// big bulks are store-bound: a refill of DPDK's cache of 256 (288
+/// objects) ran 6% slower with it (the fill-then-drain rows), a get of 32
+/// 3% faster.
+pub(super) const TAKE_RUN_MAX: usize = 64;
+
 /// Copies the (filled) slots of `run` into `out` (same length) and clears
 /// each slot right after reading it, in sequence order: [`copy_run`] and
 /// [`clear_run`] in one pass, for a consumer whose invalidation is due
