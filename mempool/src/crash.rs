@@ -14,9 +14,7 @@ pub enum CrashSite {
     /// A producer, after publishing `seq` past its bulk and filling the
     /// first `k` slots of it.
     ProducerFills(usize),
-    /// A consumer, having read its objects, before publishing `head`: the
-    /// ring as it was (a big bulk whose clear is due reads them after
-    /// `head`; the point copies them out first, and dies there).
+    /// A consumer, after copying its objects out, before publishing `head`.
     ConsumerBeforeHead,
     /// A consumer, after publishing `head` and clearing the first `k` of
     /// the slots due.

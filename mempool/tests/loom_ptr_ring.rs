@@ -227,10 +227,10 @@ fn is_empty_never_false_while_consumer_invalidates() {
     }
 }
 
-/// The same race with a bulk above loom's `SMALL_BULK_MAX`, whose copy and
-/// clears are one pass after its `head` store (`take_out`), a slot left over
-/// from an earlier dequeue cleared first: four objects in, three taken
-/// while a reader checks, so "empty" is always wrong.
+/// The same race with a bulk above loom's `SMALL_BULK_MAX` (the big path:
+/// copy, `head`, `invalidate`), its due range starting at a slot left over
+/// from an earlier dequeue: four objects in, three taken while a reader
+/// checks, so "empty" is always wrong.
 #[test]
 fn is_empty_never_false_while_a_big_bulk_is_taken() {
     model(|| {

@@ -210,10 +210,10 @@ fn dying_dequeue(
 /// A consumer dies inside a dequeue of `n` from a ring holding 1, 2, 3
 /// (capacity 3, batch 2: the dequeue's clear is due), at `site`, while a
 /// live producer puts 4, 5 and a live consumer takes. Two objects go the
-/// small-bulk path (`consume_small`: copy, `head`, clears), three, above
-/// loom's `SMALL_BULK_MAX`, the big one (`take_out`: `head`, then copy and
-/// clears in one pass). What the dead consumer took is lost only if it had
-/// published `head`; every other object is delivered exactly once; no
+/// small-bulk path (`consume_small`), three, above loom's `SMALL_BULK_MAX`,
+/// the big one (`copy_out`, `publish_head`, `invalidate`). What the dead
+/// consumer copied out is lost only if it had published `head`; every
+/// other object is delivered exactly once; no
 /// consumed slot stays full, and no slot a producer refilled after the dead
 /// consumer cleared it is cleared again.
 fn consumer_dies_at(site: CrashSite, n: usize) {
@@ -282,12 +282,12 @@ fn consumer_dies_before_publishing_the_head_of_a_big_bulk() {
 }
 
 #[test]
-fn consumer_dies_before_taking_a_big_bulk() {
+fn consumer_dies_before_clearing_a_big_bulk() {
     consumer_dies_at(CrashSite::ConsumerClears(0), 3);
 }
 
 #[test]
-fn consumer_dies_taking_a_big_bulk() {
+fn consumer_dies_clearing_a_big_bulk() {
     consumer_dies_at(CrashSite::ConsumerClears(2), 3);
 }
 

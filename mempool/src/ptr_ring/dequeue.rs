@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use super::runs::{clear_run, copy_run, prefetch_runs_for_write, take_run, TAKE_RUN_MAX};
+use super::runs::{clear_run, copy_run, prefetch_runs_for_write};
 use super::small::{clear_small, copy_small};
 use super::{PtrRing, RingError, SmallRange, SMALL_BULK_MAX};
 use crate::sync::{AtomicUsize, Ordering, Poisoned, SpinGuard};
@@ -102,16 +102,12 @@ impl PtrRing {
         if !self.reads_through(h, n, true) {
             return Err(RingError::NotEnough { requested: n });
         }
+        Self::copy_out(self.runs(h, n), out);
         #[cfg(any(loom, feature = "crash-points"))]
-        if crate::crash::before_head() {
-            // Dead having read the objects, `head` not published: as a
-            // copy made before `take_out`'s head store leaves the ring.
-            Self::copy_out(self.runs(h, n), out);
-            if crate::crash::die() {
-                return Ok(());
-            }
+        if crate::crash::before_head() && crate::crash::die() {
+            return Ok(());
         }
-        self.take_out(h, out);
+        self.publish_head(h.wrapping_add(n), Clears::Runs);
         locked();
         Ok(())
     }
@@ -243,25 +239,12 @@ impl PtrRing {
     /// slot read full, so a dequeue that fails takes no line from a
     /// producer.
     #[inline(always)]
-    pub(super) fn copy_out(runs: (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
-        Self::read_runs(runs, out, copy_run);
-    }
-
-    /// Runs `read` (`copy_run`, or `take_run` where the slots are cleared
-    /// as they are read) over each run of `(a, b)` and its part of `out`,
-    /// the slot lines of a big bulk first taken for writing
-    /// ([`prefetch_runs_for_write`]).
-    #[inline(always)]
-    fn read_runs(
-        (a, b): (&[AtomicUsize], &[AtomicUsize]),
-        out: &mut [*mut c_void],
-        read: impl Fn(&[AtomicUsize], &mut [*mut c_void]),
-    ) {
+    pub(super) fn copy_out((a, b): (&[AtomicUsize], &[AtomicUsize]), out: &mut [*mut c_void]) {
         prefetch_runs_for_write((a, b));
         let (oa, ob) = out.split_at_mut(a.len());
-        read(a, oa);
+        copy_run(a, oa);
         if !b.is_empty() {
-            read(b, ob);
+            copy_run(b, ob);
         }
         debug_assert!(
             out.iter().all(|o| !o.is_null()),
@@ -326,69 +309,26 @@ impl PtrRing {
         // `enqueue_one`. As in `dequeue_bulk`: `max <= capacity`, so a full
         // last slot means the whole range is filled and visible; then copy
         // it without a test per slot.
-        if self.reads_through(h, max, true) {
-            self.take_out(h, &mut out[..max]);
-            return max;
-        }
-        // Partial: each slot up to the first free one, each checked by its
-        // own Acquire load (in `take_filled`). A slot in range is never a
-        // stale previous-lap value (same bound as above).
-        let (a, b) = runs;
-        let (oa, ob) = out[..max].split_at_mut(a.len());
-        let mut got = Self::take_filled(a, oa);
-        if got == a.len() {
-            got += Self::take_filled(b, ob);
-        }
+        let got = if self.reads_through(h, max, true) {
+            Self::copy_out(runs, &mut out[..max]);
+            max
+        } else {
+            // Partial: each slot up to the first free one, each checked by
+            // its own Acquire load (in `take_filled`). A slot in range is
+            // never a stale previous-lap value (same bound as above).
+            let (a, b) = runs;
+            let (oa, ob) = out[..max].split_at_mut(a.len());
+            let got = Self::take_filled(a, oa);
+            if got == a.len() {
+                got + Self::take_filled(b, ob)
+            } else {
+                got
+            }
+        };
         if got > 0 {
             self.publish_head(h.wrapping_add(got), Clears::Runs);
         }
         got
-    }
-
-    /// Takes the `out.len()` filled slots from sequence number `h` into
-    /// `out` (a bulk whose last slot, and its partner, read full) and
-    /// publishes `head` past them; consumer side held. Where that makes the
-    /// invalidation due (the common case: a bulk of at least `batch`) and
-    /// the bulk is below [`TAKE_RUN_MAX`], the
-    /// copy and the clear of the bulk's slots are one pass ([`take_run`]):
-    /// `head` is published first, as `is_empty` needs it before any clear,
-    /// then the slots due from earlier dequeues (`[tail, h)`, fewer than
-    /// `batch`) are cleared, then the bulk is read and cleared slot pair by
-    /// slot pair, all in sequence order. A consumer that dies in that pass
-    /// has taken the whole bulk: its objects are gone with it, as after any
-    /// death past the head store, and the taker clears what it left full
-    /// (`repair_consumer`).
-    #[inline(always)]
-    fn take_out(&self, h: usize, out: &mut [*mut c_void]) {
-        let n = out.len();
-        let runs = self.runs(h, n);
-        let new_head = h.wrapping_add(n);
-        // Relaxed: `tail` is only touched by the consumer side, whose
-        // previous writer happens-before us.
-        let tail = self.hdr.consumer.tail.load(Ordering::Relaxed);
-        if n >= TAKE_RUN_MAX || new_head.wrapping_sub(tail) < self.hdr.config.batch {
-            Self::copy_out(runs, out);
-            self.publish_head(new_head, Clears::Runs);
-            return;
-        }
-        // Release pairs with the Acquire head load in `len`/`is_empty`. It
-        // is stored before any slot is cleared: see `is_empty`.
-        self.hdr.consumer.head.store(new_head, Ordering::Release);
-        #[cfg(any(loom, feature = "crash-points"))]
-        if let Some(k) = crate::crash::clears_before_death() {
-            // Dead with the whole bulk taken (see above): in hand, as the
-            // crash tests count what a dead consumer took.
-            Self::copy_out(runs, out);
-            if self.clear_and_die(tail, new_head, k) {
-                return;
-            }
-        }
-        if tail != h {
-            self.invalidate(tail, h);
-        }
-        Self::read_runs(runs, out, take_run);
-        // Relaxed: only the consumer side reads `tail`.
-        self.hdr.consumer.tail.store(new_head, Ordering::Relaxed);
     }
 
     /// Publishes the new head, then invalidates a batch when due, as

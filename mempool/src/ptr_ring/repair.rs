@@ -11,13 +11,11 @@
 //!   first free slot). The taker moves `seq` back to the first unfilled
 //!   slot of the claim, so the next fill continues the run without a hole.
 //! * **Consumer**: a dequeue copies its objects out, publishes `head`, then
-//!   clears consumed slots in sequence order (a big bulk whose clear is due
-//!   publishes `head` first, then reads and clears its slots in one pass:
-//!   `take_out`). Dead before `head`: nothing changed, its objects are
-//!   still in their slots. Dead after: the objects it took (all of a big
-//!   bulk, read or not) are gone with it, and some consumed slots may
-//!   still be full; the taker clears those (never a slot a producer has
-//!   refilled since) and sets `tail = head`.
+//!   clears consumed slots in sequence order. Dead before `head`: nothing
+//!   changed, its objects are still in their slots. Dead after: the objects
+//!   it took are gone with it, and some consumed slots may still be full;
+//!   the taker clears those (never a slot a producer has refilled since)
+//!   and sets `tail = head`.
 //!
 //! Nothing that was in the ring is lost; the objects the dead process had
 //! taken out, or had not yet put in, are gone with it, as with any handler.
@@ -334,12 +332,9 @@ impl PtrRing {
     /// `[tail, head)`: if armed to die after `k` clears, clears the first
     /// `k` in order and dies (true). Test builds only.
     pub(super) fn crash_clearing(&self, tail: usize, head: usize) -> bool {
-        crate::crash::clears_before_death().is_some_and(|k| self.clear_and_die(tail, head, k))
-    }
-
-    /// [`crash_clearing`](PtrRing::crash_clearing) once armed: clears the
-    /// first `k` of `[tail, head)` in order and dies (true).
-    pub(super) fn clear_and_die(&self, tail: usize, head: usize, k: usize) -> bool {
+        let Some(k) = crate::crash::clears_before_death() else {
+            return false;
+        };
         for i in 0..head.wrapping_sub(tail).min(k) {
             // Release, as in `clear_run`.
             self.slot(tail.wrapping_add(i)).store(0, Ordering::Release);

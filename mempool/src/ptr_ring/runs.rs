@@ -541,113 +541,6 @@ pub(super) fn clear_run_from_top(run: &[AtomicUsize]) {
     }
 }
 
-/// Bulks below this many objects are read and cleared in one pass
-/// ([`take_run`]) where their clear is due; bigger ones are copied out
-/// (`memcpy`, with the widest loads and stores the CPU has) and then
-/// cleared. The one pass stores to `out` 16 bytes at a time, and a ring's
-/// big bulks are store-bound: a refill of DPDK's cache of 256 (288
-/// objects) ran 6% slower with it (the fill-then-drain rows), a get of 32
-/// 3% faster.
-pub(super) const TAKE_RUN_MAX: usize = 64;
-
-/// Copies the (filled) slots of `run` into `out` (same length) and clears
-/// each slot right after reading it, in sequence order: [`copy_run`] and
-/// [`clear_run`] in one pass, for a consumer whose invalidation is due
-/// (`PtrRing::take_out`). The reads are race-free as in `copy_run`; each
-/// clear is a Release store of 0 made after its slot's read, as in
-/// `clear_run`, so a producer that sees it free refills it only after the
-/// object was read.
-#[cfg(not(ring_asm))]
-#[inline(always)]
-pub(super) fn take_run(run: &[AtomicUsize], out: &mut [*mut c_void]) {
-    debug_assert_eq!(run.len(), out.len());
-    for (s, d) in run.iter().zip(out) {
-        // Relaxed: the caller's Acquire loads of the bulk's last slot made
-        // every fill visible (see `copy_run`).
-        *d = s.load(Ordering::Relaxed) as *mut c_void;
-        // Release: see above, in sequence order.
-        s.store(0, Ordering::Release);
-    }
-}
-
-/// [`take_run`] as one walk of [`slot_run_asm`]: each aligned pair is read
-/// with one 16-byte load, written to `out` with one unaligned store, and
-/// cleared with one 16-byte store, so the pass costs what the clear alone
-/// did plus a load and a store per pair, where a separate copy paid its own
-/// walk (a `memcpy` call from [`COPY_CALL_MIN`] slots) and its own split of
-/// the runs. The loads read the slots as the abstract machine's atomic
-/// loads (see the vector `fill_run`): each pair's Release fill was made
-/// visible by the caller's Acquire loads of the bulk's last slot and its
-/// partner. The clears are atomic Release stores per slot as in
-/// `clear_run`, each after the load of its own pair.
-#[cfg(ring_asm)]
-#[inline(always)]
-pub(super) fn take_run(run: &[AtomicUsize], out: &mut [*mut c_void]) {
-    debug_assert_eq!(run.len(), out.len());
-    let n = run.len().min(out.len());
-    // SAFETY: the block reads and then clears slots `0..n` of `run`, each
-    // exactly once, in sequence order, in the shape of [`slot_run_asm`];
-    // every pair load and store on the slots is 16-byte aligned. It writes
-    // pointers `0..n` of `out`, the caller's exclusive buffer, which does
-    // not overlap the slots. The slot accesses are atomic per slot (see
-    // above).
-    unsafe {
-        slot_run_asm!(
-            setup: ["xorps {z}, {z}"],
-            one: [
-                "mov {t}, [{d}]",
-                "mov [{o}], {t}",
-                "mov qword ptr [{d}], 0",
-                "add {o}, 8",
-                "add {d}, 8"
-            ],
-            two: [
-                "movaps {x0}, [{d}]",
-                "movups [{o}], {x0}",
-                "movaps [{d}], {z}",
-                "add {o}, 16",
-                "add {d}, 16"
-            ],
-            four: [
-                "movaps {x0}, [{d}]",
-                "movaps {x1}, [{d} + 16]",
-                "movups [{o}], {x0}",
-                "movups [{o} + 16], {x1}",
-                "movaps [{d}], {z}",
-                "movaps [{d} + 16], {z}",
-                "add {o}, 32",
-                "add {d}, 32"
-            ],
-            eight: [
-                "movaps {x0}, [{d}]",
-                "movaps {x1}, [{d} + 16]",
-                "movaps {x2}, [{d} + 32]",
-                "movaps {x3}, [{d} + 48]",
-                "movups [{o}], {x0}",
-                "movups [{o} + 16], {x1}",
-                "movups [{o} + 32], {x2}",
-                "movups [{o} + 48], {x3}",
-                "movaps [{d}], {z}",
-                "movaps [{d} + 16], {z}",
-                "movaps [{d} + 32], {z}",
-                "movaps [{d} + 48], {z}",
-                "add {o}, 64",
-                "add {d}, 64"
-            ],
-            o = inout(reg) out.as_mut_ptr() => _,
-            d = inout(reg) run.as_ptr() => _,
-            n = inout(reg) n => _,
-            t = out(reg) _,
-            z = out(xmm_reg) _,
-            x0 = out(xmm_reg) _,
-            x1 = out(xmm_reg) _,
-            x2 = out(xmm_reg) _,
-            x3 = out(xmm_reg) _,
-            options(nostack),
-        );
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -750,11 +643,10 @@ mod tests {
         (out, null)
     }
 
-    /// Fills, clears (either way round) and reads-and-clears of every
-    /// length from every start, on both sides of a 16-byte boundary (the
-    /// paired stores' edge cases): exactly the run's slots change, each to
-    /// its own object, in a slot array that starts 16-byte aligned as a
-    /// ring's does; a read-and-clear hands out exactly the run's objects.
+    /// Fills and clears (either way round) of every length from every
+    /// start, on both sides of a 16-byte boundary (the paired stores' edge
+    /// cases): exactly the run's slots change, each to its own object, in
+    /// a slot array that starts 16-byte aligned as a ring's does.
     #[test]
     fn fill_and_clear_touch_exactly_their_run() {
         #[repr(align(64))]
@@ -798,18 +690,6 @@ mod tests {
                 fill_run(run, &objs);
                 clear_run_from_top(run);
                 cleared("clear from the top");
-                // The read-and-clear: the run's objects, in order, into an
-                // `out` between two guard words, which stay.
-                fill_run(run, &objs);
-                let mut out = vec![GUARD as *mut c_void; n + 2];
-                take_run(run, &mut out[1..=n]);
-                cleared("take");
-                assert_eq!(out[1..=n], objs[..], "take {start}+{n}: the objects");
-                assert_eq!(
-                    (out[0] as usize, out[n + 1] as usize),
-                    (GUARD, GUARD),
-                    "take {start}+{n}: outside `out`"
-                );
             }
         }
     }
