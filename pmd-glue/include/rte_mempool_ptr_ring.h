@@ -122,6 +122,11 @@ int ptr_ring_port_shutdown(const uint16_t *ports, uint16_t nb_ports,
  * passed keep their objects out of the pool, and the release waits until
  * the application flushes them (rte_mempool_cache_flush(cache, mp)). No
  * other thread may use the caches during the call. */
+int ptr_ring_port_shutdown_caches(const uint16_t *ports, uint16_t nb_ports,
+				  struct rte_mempool_cache *const *caches,
+				  uint32_t nb_caches, struct rte_mempool *mp,
+				  uint32_t wait_ms, int64_t *inflight);
+
 /* Takes the free of mp back from its deferred release (any process): on 0
  * no release of the handler frees mp and the caller must free it
  * (rte_mempool_free), also when no release was pending. -ENOENT: mp is not
@@ -139,11 +144,6 @@ int ptr_ring_release_cancel(struct rte_mempool *mp);
  * process may shut it down again; no release is deferred afterwards.
  * Returns the number of releases abandoned. */
 int ptr_ring_cleanup(void);
-
-int ptr_ring_port_shutdown_caches(const uint16_t *ports, uint16_t nb_ports,
-				  struct rte_mempool_cache *const *caches,
-				  uint32_t nb_caches, struct rte_mempool *mp,
-				  uint32_t wait_ms, int64_t *inflight);
 
 #ifdef __cplusplus
 }
