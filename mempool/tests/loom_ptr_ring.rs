@@ -195,63 +195,51 @@ fn bulk_all_or_nothing_under_concurrency() {
     });
 }
 
+/// A reader checks emptiness while a consumer takes `n` of `objs`, all
+/// enqueued before either starts, after `pre` objects were put and taken
+/// one by one (so that the take completes a batch, or starts its due range
+/// at a slot left from them). `objs` is longer than `n`, so "empty" is
+/// always wrong; the taker gets the first `n`, a drain the rest.
+fn is_empty_races_a_take(r: Arc<HeapRing>, pre: usize, objs: &'static [usize], n: usize) {
+    for i in 0..pre {
+        r.enqueue_bulk(&[obj(8 + i)]).unwrap();
+        assert_eq!(take(&r, 1), vec![8 + i]);
+    }
+    let ptrs: Vec<_> = objs.iter().map(|&i| obj(i)).collect();
+    r.enqueue_bulk(&ptrs).unwrap();
+    let c = {
+        let r = r.clone();
+        thread::spawn(move || take(&r, n))
+    };
+    let e = {
+        let r = r.clone();
+        thread::spawn(move || r.is_empty())
+    };
+    assert!(!e.join().unwrap(), "false empty with an object in the ring");
+    assert_eq!(c.join().unwrap(), objs[..n]);
+    assert_eq!(drain(&r), objs[n..]);
+    assert!(r.is_empty());
+}
+
 /// The seed's unresolved race: a reader checks emptiness while the consumer
 /// takes one object and invalidates a batch. Two objects were enqueued before
 /// the check; at most one is taken; so "empty" is always wrong.
 #[test]
 fn is_empty_never_false_while_consumer_invalidates() {
     for (cap, batch) in [(2, 1), (4, 2), (3, 3)] {
-        model(move || {
-            let r = ring(cap, batch);
-            // Consume `batch - 1` objects first, so the take below completes
-            // a batch and its invalidation races the check.
-            for i in 0..batch - 1 {
-                r.enqueue_bulk(&[obj(8 + i)]).unwrap();
-                assert_eq!(take(&r, 1), vec![8 + i]);
-            }
-            r.enqueue_bulk(&[obj(1), obj(2)]).unwrap();
-            let c = {
-                let r = r.clone();
-                thread::spawn(move || take(&r, 1))
-            };
-            let e = {
-                let r = r.clone();
-                thread::spawn(move || r.is_empty())
-            };
-            assert!(!e.join().unwrap(), "false empty with an object in the ring");
-            let first = c.join().unwrap();
-            assert_eq!(first, vec![1]);
-            assert_eq!(drain(&r), vec![2]);
-            assert!(r.is_empty());
-        });
+        // `batch - 1` taken first: the take of one completes a batch, and
+        // its invalidation races the check.
+        model(move || is_empty_races_a_take(ring(cap, batch), batch - 1, &[1, 2], 1));
     }
 }
 
 /// The same race with a bulk above loom's `SMALL_BULK_MAX` (the big path:
 /// copy, `head`, `invalidate`), its due range starting at a slot left over
-/// from an earlier dequeue: four objects in, three taken while a reader
-/// checks, so "empty" is always wrong.
+/// from an earlier dequeue (`tail != h`): four objects in, three taken
+/// while a reader checks.
 #[test]
 fn is_empty_never_false_while_a_big_bulk_is_taken() {
-    model(|| {
-        let r = ring(4, 2);
-        // One taken first: its slot is due with the bulk's (`tail != h`).
-        r.enqueue_bulk(&[obj(8)]).unwrap();
-        assert_eq!(take(&r, 1), vec![8]);
-        r.enqueue_bulk(&[obj(1), obj(2), obj(3), obj(4)]).unwrap();
-        let c = {
-            let r = r.clone();
-            thread::spawn(move || take(&r, 3))
-        };
-        let e = {
-            let r = r.clone();
-            thread::spawn(move || r.is_empty())
-        };
-        assert!(!e.join().unwrap(), "false empty with an object in the ring");
-        assert_eq!(c.join().unwrap(), vec![1, 2, 3]);
-        assert_eq!(drain(&r), vec![4]);
-        assert!(r.is_empty());
-    });
+    model(|| is_empty_races_a_take(ring(4, 2), 1, &[1, 2, 3, 4], 3));
 }
 
 /// Same, with the objects enqueued by another thread whose completion the
@@ -446,27 +434,8 @@ fn spsc_burst_consumer_exactly_once() {
 #[test]
 fn spsc_is_empty_never_false_while_consumer_invalidates() {
     for (cap, batch) in [(2, 1), (4, 2), (3, 3)] {
-        model(move || {
-            let r = ring_spsc(cap, batch);
-            // Advance head/tail so the take below completes a batch.
-            for i in 0..batch - 1 {
-                r.enqueue_bulk(&[obj(8 + i)]).unwrap();
-                assert_eq!(take(&r, 1), vec![8 + i]);
-            }
-            r.enqueue_bulk(&[obj(1), obj(2)]).unwrap();
-            let c = {
-                let r = r.clone();
-                thread::spawn(move || take(&r, 1))
-            };
-            let e = {
-                let r = r.clone();
-                thread::spawn(move || r.is_empty())
-            };
-            assert!(!e.join().unwrap(), "false empty with an object in the ring");
-            assert_eq!(c.join().unwrap(), vec![1]);
-            assert_eq!(drain(&r), vec![2]);
-            assert!(r.is_empty());
-        });
+        // Advance head/tail so the take below completes a batch.
+        model(move || is_empty_races_a_take(ring_spsc(cap, batch), batch - 1, &[1, 2], 1));
     }
 }
 

@@ -213,9 +213,9 @@ fn dying_dequeue(
 /// small-bulk path (`consume_small`), three, above loom's `SMALL_BULK_MAX`,
 /// the big one (`copy_out`, `publish_head`, `invalidate`). What the dead
 /// consumer copied out is lost only if it had published `head`; every
-/// other object is delivered exactly once; no
-/// consumed slot stays full, and no slot a producer refilled after the dead
-/// consumer cleared it is cleared again.
+/// other object is delivered exactly once; no consumed slot stays full,
+/// and no slot a producer refilled after the dead consumer cleared it is
+/// cleared again.
 fn consumer_dies_at(site: CrashSite, n: usize) {
     model(move || {
         DEAD.store(0, Ordering::Relaxed);
@@ -293,8 +293,8 @@ fn consumer_dies_clearing_a_big_bulk() {
 
 /// A newest-first dequeue of `n` (1: `take_back_one`, 2: the bulk path)
 /// from a ring holding 1, 2, 3 dies after clearing the last `clears` of
-/// its slots (holding both sides, `seq` not
-/// yet moved back), while a live producer puts 4; the main thread then
+/// its slots (holding both sides, `seq` not yet moved back), while a
+/// live producer puts 4; the main thread then
 /// drains and finishes the put. The objects whose slots it cleared are lost
 /// with it; the rest of what it copied out is still in the ring and
 /// delivered, with every other object, exactly once; both sides are taken
