@@ -151,7 +151,9 @@ pub(crate) struct Shutdown {
     /// [`serves_gets`](PoolState::serves_gets)
     /// ([`takes_puts`](PoolState::takes_puts)), 0 from then on, set to 0
     /// before the state changes. One bound check on those paths stands for
-    /// the caller's cache slot, validation mode and the state together.
+    /// the caller's cache slot, validation mode and the state together; a
+    /// direct pool, which needs no slot, tests it for 0 alone
+    /// (`PoolCore::direct_gate`).
     direct_bounds: [AtomicUsize; 2],
     /// When draining began (ns, caller's clock).
     drain_start: AtomicU64,

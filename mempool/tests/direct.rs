@@ -1,6 +1,6 @@
-//! The fast paths of a pool whose handler cache is off (`cache_size 0`): an
-//! EAL lcore's get and put go straight to the ring, whose totals are the
-//! pool's counts (`try_*_direct`, any bulk; `try_*_cached`, the callbacks'
+//! The fast paths of a pool whose handler cache is off (`cache_size 0`):
+//! every caller's get and put (an EAL lcore's, a thread's without an lcore
+//! id) go straight to the ring, whose totals are the pool's counts (`try_*_direct`, any bulk; `try_*_cached`, the callbacks'
 //! inlined path, one object); every other case is refused with nothing
 //! changed, so that the caller's slow path handles (and reports) it.
 #![cfg(not(loom))]
@@ -83,7 +83,7 @@ fn a_direct_pool_counts_every_route_by_the_rings_totals() {
         pool.put(2, &a).unwrap();
         assert!(pool.try_put_direct(u32::MAX, &b));
     }
-    assert!(pool.try_put_shared(&c));
+    pool.put_shared(&c).unwrap();
     assert_eq!(counts(&pool), 0);
     assert_eq!(pool.stats().hold, 8);
     assert_eq!(pool.stats().release, 64 + 8);
@@ -150,32 +150,54 @@ fn cache_off_fast_paths_follow_the_shutdown_state() {
     assert_eq!(pool.ring().len(), 64);
 }
 
+/// A direct pool serves every caller alike, ids without a cache slot too
+/// (past `max_lcores`, or a non-EAL thread's `u32::MAX`), single objects
+/// and bulks, counted by the ring's totals; its gate closes for all of
+/// them at once: gets when the pool drains, puts at its release. In
+/// validation mode nobody passes.
 #[test]
-fn callers_without_a_slot_take_the_shared_counters_and_validation_none() {
+fn a_direct_pool_serves_callers_without_a_slot_and_validation_none() {
     let pool = populated_pool(cfg(0), 0);
     let mut out = [null_mut(); 4];
-    // SAFETY: one thread. Single objects for ids without a cache slot
-    // (past `max_lcores`, or a non-EAL thread's `u32::MAX`) are served,
-    // counted as `get` counts them (by the ring's totals)...
+    // SAFETY: one thread, acting as ids without a slot.
     assert!(unsafe { pool.try_get_direct(4, &mut out[..1]) });
     // SAFETY: as above.
     assert!(unsafe { pool.try_get_direct(u32::MAX, &mut out[1..2]) });
-    // ...bulks are left to `get` (the fast path stays single-object there).
+    // SAFETY: as above; a bulk too: no slot is needed.
+    assert!(unsafe { pool.try_get_direct(u32::MAX, &mut out[2..]) });
+    assert_eq!(pool.inflight(), 4);
+    assert_eq!(pool.ring().len(), 60);
+    // SAFETY: as above; returned by other ids without a slot.
+    assert!(unsafe { pool.try_put_direct(u32::MAX, &out[..3]) });
     // SAFETY: as above.
-    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out[2..]) });
-    assert_eq!(pool.inflight(), 2);
-    assert_eq!(pool.ring().len(), 62);
-    // SAFETY: as above; returned by another id without a slot.
-    assert!(unsafe { pool.try_put_direct(u32::MAX, &out[..1]) });
-    // SAFETY: as above.
-    assert!(unsafe { pool.try_put_direct(4, &out[1..2]) });
+    assert!(unsafe { pool.try_put_direct(4, &out[3..]) });
     assert_eq!(pool.inflight(), 0);
+    let s = pool.stats();
+    if s.accounting {
+        // By the ring's totals: nothing on the shared counters.
+        assert_eq!(s.hold, 4, "{s:?}");
+        assert_eq!(s.release, 64 + 4, "{s:?}");
+    }
     assert_exactly_once(&pool);
-    // Refused once the pool drains, as `get` refuses them.
+    // Gets are refused once the pool drains, for every caller, as `get`
+    // refuses them; puts are taken until the release.
+    // SAFETY: as above.
+    assert!(unsafe { pool.try_get_direct(u32::MAX, &mut out[..2]) });
     let mut m = CountingMapper::default();
     pool.begin_drain(0, &mut m).unwrap();
-    // SAFETY: one thread.
-    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out[..1]) });
+    assert!(pool.direct_gate(false).is_none() && pool.direct_gate(true).is_some());
+    // SAFETY: as above.
+    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out[2..3]) });
+    // SAFETY: as above.
+    assert!(!unsafe { pool.try_get_direct(0, &mut out[2..3]) });
+    // SAFETY: as above.
+    assert!(unsafe { pool.try_put_direct(u32::MAX, &out[..2]) });
+    pool.poll(1, &mut m);
+    assert_eq!(pool.state(), PoolState::Released);
+    assert!(pool.direct_gate(true).is_none());
+    // SAFETY: as above.
+    assert!(!unsafe { pool.try_put_direct(u32::MAX, &out[..2]) });
+    assert_eq!(pool.ring().len(), 64);
     let validating = populated_pool(
         PoolConfig {
             validate: true,
@@ -190,33 +212,40 @@ fn callers_without_a_slot_take_the_shared_counters_and_validation_none() {
     assert!(!unsafe { validating.try_get_direct(u32::MAX, &mut out[..1]) });
     // SAFETY: as above.
     assert!(!unsafe { validating.try_put_direct(u32::MAX, &out[..1]) });
+    assert!(validating.direct_gate(false).is_none() && validating.direct_gate(true).is_none());
     assert_eq!(validating.inflight(), 0);
+    // A pool with the handler cache has no gate: its cache-off paths
+    // count on the caller's slot.
+    let cached = populated_pool(cfg(8), 0);
+    assert!(cached.direct_gate(false).is_none() && cached.direct_gate(true).is_none());
 }
 
+/// On a pool with the handler cache, the cache-off paths need the
+/// caller's slot: one object from a caller without one is served on the
+/// shared counters, a bulk is left to the checked entry, which counts it
+/// there too; once the pool drains no slot remains and gets are refused.
 #[test]
-fn callers_without_a_slot_take_bulks_through_the_shared_path() {
-    let pool = populated_pool(cfg(0), 0);
-    let mut out = [null_mut(); 8];
-    // A bulk from a caller without a slot: `try_get_direct` leaves it, and
-    // says why (no slot), so the caller takes the shared path.
-    // SAFETY: one thread.
-    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out) });
+fn callers_without_a_slot_take_bulks_through_the_checked_entry() {
+    let pool = populated_pool(cfg(8), u32::MAX);
     assert!(pool.direct_slot_of(u32::MAX, false).is_none());
     assert!(pool.direct_slot_of(4, true).is_none(), "past max_lcores");
     assert!(pool.direct_slot_of(3, false).is_some() && pool.direct_slot_of(3, true).is_some());
-    assert!(pool.try_get_shared(&mut out));
+    let mut out = [null_mut(); 8];
+    // SAFETY: one thread, acting as ids without a slot.
+    unsafe {
+        assert!(!pool.try_get_direct(u32::MAX, &mut out));
+        assert_eq!(pool.inflight(), 0);
+        assert!(pool.try_get_direct(u32::MAX, &mut out[..1]));
+        pool.get(u32::MAX, &mut out[1..]).unwrap();
+    }
     assert_eq!(pool.inflight(), 8);
     assert_eq!(pool.ring().len(), 56);
-    // All or nothing: more than the ring holds takes nothing.
-    let mut too_many = vec![null_mut(); 57];
-    assert!(!pool.try_get_shared(&mut too_many));
-    assert_eq!(pool.ring().len(), 56);
-    // A null object refuses the whole bulk.
-    let mut bad = out;
-    bad[5] = null_mut();
-    assert!(!pool.try_put_shared(&bad));
-    assert_eq!(pool.inflight(), 8);
-    assert!(pool.try_put_shared(&out));
+    // SAFETY: as above.
+    unsafe {
+        assert!(!pool.try_put_direct(4, &out[1..]), "a bulk");
+        assert!(pool.try_put_direct(4, &out[..1]));
+        pool.put(u32::MAX, &out[1..]).unwrap();
+    }
     assert_eq!(pool.inflight(), 0);
     let s = pool.stats();
     if s.accounting {
@@ -226,25 +255,17 @@ fn callers_without_a_slot_take_bulks_through_the_shared_path() {
     }
     assert_conserved(&pool);
     assert_exactly_once(&pool);
-    // Once the pool drains no slot remains and the shared path refuses
-    // gets too: `get` decides.
-    assert!(pool.try_get_shared(&mut out[..2]));
+    // SAFETY: as above.
+    assert!(unsafe { pool.try_get_direct(u32::MAX, &mut out[..1]) });
     let mut m = CountingMapper::default();
     pool.begin_drain(0, &mut m).unwrap();
     assert!(pool.direct_slot_of(0, false).is_none());
-    assert!(!pool.try_get_shared(&mut out[2..4]));
+    // SAFETY: as above.
+    assert!(!unsafe { pool.try_get_direct(u32::MAX, &mut out[1..2]) });
     // Puts are still taken while draining.
-    assert!(pool.try_put_shared(&out[..2]));
+    // SAFETY: as above.
+    assert!(unsafe { pool.try_put_direct(u32::MAX, &out[..1]) });
     assert_eq!(pool.inflight(), 0);
-    let validating = populated_pool(
-        PoolConfig {
-            validate: true,
-            ..cfg(0)
-        },
-        0,
-    );
-    assert!(!validating.try_get_shared(&mut out));
-    assert_eq!(validating.inflight(), 0);
 }
 
 #[test]
@@ -341,18 +362,19 @@ fn cache_off_leaves_the_cache_fast_path_to_the_direct_one() {
 
 /// A slot looked up once (`direct_slot_of`) serves the lcore's gets and
 /// puts as `try_get_direct` / `try_put_direct` would, counted by the
-/// ring's totals; a caller without one has none; a slot looked up before a
-/// drain began still serves what was in flight, and the next look-up finds
-/// none for gets (puts keep theirs until the release).
+/// ring's totals; on a direct pool every caller has one (its gate), a
+/// caller without an lcore id too; a slot looked up before a drain began
+/// still serves what was in flight, and the next look-up finds none for
+/// gets (puts keep theirs until the release).
 #[test]
 fn a_slot_looked_up_once_serves_like_the_lookup_each_time() {
     let pool = populated_pool(cfg(0), 0);
-    assert!(pool.direct_slot_of(u32::MAX, false).is_none());
-    assert!(pool.direct_slot_of(4, true).is_none(), "past max_lcores");
+    assert!(pool.direct_slot_of(u32::MAX, false).is_some());
+    assert!(pool.direct_slot_of(4, true).is_some(), "past max_lcores");
     let get = pool
         .direct_slot_of(2, false)
         .expect("lcore 2 has a get slot");
-    let put = pool.direct_slot_of(2, true).expect("and a put slot");
+    let put = pool.direct_slot_of(u32::MAX, true).expect("and a put slot");
     let mut out = [null_mut(); 8];
     // SAFETY: one thread, acting as lcore 2; objects of `pool`.
     assert!(unsafe { pool.try_get_direct_at(get, &mut out) });
@@ -376,7 +398,7 @@ fn a_slot_looked_up_once_serves_like_the_lookup_each_time() {
     let mut m = CountingMapper::default();
     pool.begin_drain(0, &mut m).unwrap();
     assert!(
-        pool.direct_slot_of(2, false).is_none(),
+        pool.direct_slot_of(2, false).is_none() && pool.direct_slot_of(u32::MAX, false).is_none(),
         "draining: no get slot"
     );
     let put = pool.direct_slot_of(2, true).expect("puts are still taken");

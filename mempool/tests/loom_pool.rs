@@ -381,7 +381,29 @@ fn a_direct_pools_put_is_unlocked_before_the_free() {
     shared_put_races_the_free("a_direct_pools_put_is_unlocked_before_the_free", 0);
 }
 
+/// [`a_direct_pools_put_is_unlocked_before_the_free`] through the direct
+/// pool's fast path (`try_put_direct`), which every caller takes, a
+/// non-EAL thread too: it passes the gate, moves the ring's `seq` and
+/// fills, with no count of its own. The gate is still open when it is
+/// tested (the release waits for the `seq` it moves), and the free waits
+/// for its fill and unlock.
+#[test]
+fn a_direct_pools_fast_path_put_is_unlocked_before_the_free() {
+    put_races_the_free(
+        "a_direct_pools_fast_path_put_is_unlocked_before_the_free",
+        0,
+        true,
+    );
+}
+
 fn shared_put_races_the_free(name: &str, cache: usize) {
+    put_races_the_free(name, cache, false);
+}
+
+/// The put of one object back into a draining pool that frees itself,
+/// racing a poller; `fast`: through `try_put_direct` for a caller without
+/// an lcore id, else `put_shared`.
+fn put_races_the_free(name: &str, cache: usize, fast: bool) {
     check(name, move || {
         let pool = Arc::new(freeing_pool(2, cache));
         let mut a = [null_mut()];
@@ -393,7 +415,15 @@ fn shared_put_races_the_free(name: &str, cache: usize) {
         let a = addrs(&a);
         let put = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.put_shared(&ptrs(&a)).unwrap())
+            thread::spawn(move || {
+                if fast {
+                    // SAFETY: no other thread uses an lcore id here; the
+                    // object is this pool's, out.
+                    assert!(unsafe { pool.try_put_direct(u32::MAX, &ptrs(&a)) });
+                } else {
+                    pool.put_shared(&ptrs(&a)).unwrap();
+                }
+            })
         };
         let poller = {
             let pool = Arc::clone(&pool);

@@ -309,11 +309,10 @@ impl PoolCore {
 
 /// An lcore's counters on the cache-off fast paths, as
 /// [`PoolCore::direct_slot_of`] found them (the slot of one lcore, which only
-/// that lcore's thread may use). A direct pool counts by its ring's totals
-/// and never reads them: for it the slot stands for the passed bound check
-/// alone, and the compiler drops the address (see
-/// [`PoolCore::assume_direct`]); on a pool with the handler cache the
-/// cache-off paths count on them.
+/// that lcore's thread may use); on a pool with the handler cache the
+/// cache-off paths count on them. A direct pool counts by its ring's totals
+/// and never reads them: its slot ([`PoolCore::direct_gate`]) points
+/// nowhere and stands for the passed gate alone, for every caller.
 ///
 /// It holds a raw pointer, not a reference: an `Option<DirectSlot>` then
 /// has a tag of its own, which the bound check sets, instead of the
@@ -326,6 +325,9 @@ impl<'a> DirectSlot<'a> {
     /// The slot's counters.
     #[inline(always)]
     pub(super) fn cache(self) -> &'a LcoreCache {
+        // Only a pool with the handler cache reads its slot's counters,
+        // and only `direct_gate`, for a direct pool, makes a null slot.
+        debug_assert!(!self.0.is_null(), "a direct pool's slot read");
         // SAFETY: made from a `&'a LcoreCache` in `direct_slot_of`.
         unsafe { &*self.0 }
     }
@@ -361,13 +363,16 @@ impl PoolCore {
     /// for [`try_get_direct_at`](PoolCore::try_get_direct_at) /
     /// [`try_put_direct_at`](PoolCore::try_put_direct_at); `None` for a
     /// caller without one, in validation mode and once the pool is past the
-    /// state that path serves, and the caller then takes [`try_get_shared`](PoolCore::try_get_shared) /
-    /// [`try_put_shared`](PoolCore::try_put_shared) for a bulk. A caller
-    /// that dispatches on it before any stack frame is set up sends a
-    /// caller without a slot straight to its own path, with no look-up
-    /// left for the lcore path to repeat.
+    /// state that path serves, and the caller then takes the checked entry
+    /// for a bulk. A caller that dispatches on it before any stack frame
+    /// is set up leaves no look-up for the lcore path to repeat. On a
+    /// direct pool this is [`direct_gate`](PoolCore::direct_gate),
+    /// whatever `lcore` is.
     #[inline(always)]
     pub fn direct_slot_of(&self, lcore: u32, put: bool) -> Option<DirectSlot<'_>> {
+        if self.hdr.direct {
+            return self.direct_gate(put);
+        }
         let i = lcore as usize;
         // One check past the bound of `Shutdown::direct_bound`: a caller
         // without a slot, validation mode, and a pool past the state this
@@ -384,6 +389,34 @@ impl PoolCore {
         // SAFETY: the bound is 0 or `fast_lcores <= max_lcores`.
         let c: *const LcoreCache = unsafe { self.cache_at(i) };
         Some(DirectSlot(c, PhantomData))
+    }
+
+    /// On a pool with the handler cache off (`is_direct`): whether the
+    /// cache-off get path (`put`: the put path) is open now, for every
+    /// caller, an EAL lcore or a thread without an lcore id alike. Such a
+    /// pool counts by its ring's totals and no caller needs a slot of its
+    /// own, so no lcore id is read: the slot returned points nowhere and
+    /// stands for the passed gate. The gate is the direction's bound of
+    /// [`direct_slot_of`](PoolCore::direct_slot_of) tested for 0: 0 in
+    /// validation mode (a direct pool's `fast_lcores` is 0 exactly when
+    /// its checked entry must see every call) and from the moment the pool
+    /// leaves the state that path serves (see `Shutdown::direct_bound`).
+    /// `None` on a pool with the handler cache, whose cache-off paths
+    /// count on the lcore's slot (the compiler drops the test after
+    /// [`assume_direct`](PoolCore::assume_direct)).
+    #[inline(always)]
+    pub fn direct_gate(&self, put: bool) -> Option<DirectSlot<'_>> {
+        if !self.hdr.direct {
+            return None;
+        }
+        let open = self
+            .shutdown
+            .direct_bound(if put { PUT_BOUND } else { GET_BOUND })
+            != 0;
+        // A null pointer to a cache of no slots (`LcoreCache` ends in a slice).
+        let nowhere =
+            core::ptr::slice_from_raw_parts(core::ptr::null::<u8>(), 0) as *const LcoreCache;
+        open.then_some(DirectSlot(nowhere, PhantomData))
     }
 
     /// Whether the handler cache is off (`cache_size == 0`): the fast paths

@@ -8,9 +8,8 @@
 //! |---|---|---|
 //! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_get_cached`] | pop from the lcore's own cache, inline copies; `false` on a miss |
 //! | handler cache on, any bulk | [`PoolCore::try_get_cached_bulk`] | the same, in blocks of 8 up to 64 objects, `memcpy` above |
-//! | handler cache off, an lcore with a slot | [`PoolCore::try_get_direct`] | the ring, whose totals are a direct pool's counts: no other write |
-//! | no slot (a non-EAL thread, an id past `max_lcores`), one object | [`PoolCore::try_get_direct`] | the ring, the same (on a pool with the handler cache: the shared hold counter) |
-//! | no slot, a bulk | [`PoolCore::try_get_shared`] | the same, for bulks |
+//! | handler cache off, any caller (an lcore, a non-EAL thread) | [`PoolCore::try_get_direct`] | the ring, whose totals are a direct pool's counts: no other write; no lcore id read ([`PoolCore::direct_gate`]) |
+//! | handler cache on, a caller without a slot (a non-EAL thread, an id past `max_lcores`), one object | [`PoolCore::try_get_direct`] | the ring and the shared hold counter (a bulk: `get`) |
 //! | whatever a fast path refused | [`PoolCore::get`] | validation mode: `get_validated`; a cache: `try_get`, else `get_slow` (refill in one burst, or the ring supplies what an oversized bulk lacks); no cache: `get_ring` |
 //!
 //! Every fast path either completes the get or returns `false` having
@@ -94,15 +93,17 @@ impl PoolCore {
     /// pool's counts are its ring's totals (see
     /// [`inflight_snapshot`](PoolCore::inflight_snapshot)). Returns `false`,
     /// having changed nothing, where [`get`](PoolCore::get) must decide
-    /// (and report): a draining pool, too few objects, validation mode, a
-    /// bulk from a caller without a cache slot (one object from such a
-    /// caller is served, as `get` serves it).
+    /// (and report): a draining pool, too few objects, validation mode, on
+    /// a pool with the handler cache a bulk from a caller without a cache
+    /// slot (one object from such a caller is served, as `get` serves it).
     ///
     /// Meant for pools where [`is_direct`](PoolCore::is_direct) holds (the
     /// caller checks it once to choose its path, and may then tell the
-    /// compiler with [`assume_direct`](PoolCore::assume_direct)); with the
-    /// handler cache on it is still correct, the objects only bypassing the
-    /// cache and counted on the lcore's line (or the shared counter).
+    /// compiler with [`assume_direct`](PoolCore::assume_direct)): every
+    /// caller is served alike there, `lcore` unread
+    /// ([`direct_gate`](PoolCore::direct_gate)). With the handler cache on
+    /// it is still correct, the objects only bypassing the cache and
+    /// counted on the lcore's line (or the shared counter).
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get).
@@ -127,7 +128,7 @@ impl PoolCore {
     ///
     /// # Safety
     /// As for [`get`](PoolCore::get); `slot` is the calling lcore's own,
-    /// from this pool.
+    /// from this pool (on a direct pool: its gate's, every caller's).
     #[inline(always)]
     pub unsafe fn try_get_direct_at(&self, slot: DirectSlot<'_>, out: &mut [*mut c_void]) -> bool {
         // SAFETY: forwarded.
@@ -146,7 +147,6 @@ impl PoolCore {
         slot: DirectSlot<'_>,
         out: &mut [*mut c_void],
     ) -> bool {
-        let c = slot.cache();
         let ring = self.ring();
         if out.len() == 1 {
             let Some(obj) = ring.dequeue_one() else {
@@ -158,32 +158,18 @@ impl PoolCore {
         }
         // A direct pool counts by the ring's totals (`inflight_snapshot`).
         if !direct {
-            c.count_hold(out.len());
+            slot.cache().count_hold(out.len());
         }
         true
     }
 
-    /// [`try_get_direct`](PoolCore::try_get_direct) for a caller without a
-    /// cache slot (a non-EAL thread, an lcore id past `max_lcores`): what
-    /// `get` does for it (the ring; on a pool with the handler cache also
-    /// the shared hold counter), without the checked entry. `false`, having changed nothing, in validation mode
-    /// and wherever `get` must decide. Correct for any caller, but meant
-    /// for those without a slot (see [`direct_slot_of`](PoolCore::direct_slot_of)):
-    /// `try_get_direct` serves single objects for them itself, a caller
-    /// inlines this for their bulks into a function of its own. It uses
-    /// the ring's always-inlined bulk operations: with a second call site
-    /// of the plain ones the compiler would stop inlining them into the
-    /// lcore path (measured: 30 instructions more per bulk of 32), and
-    /// making those always inlined costs the lcore path the `memcpy` the
-    /// compiler makes of their copy loop (6 instructions more per bulk of
-    /// 32).
-    #[inline(always)]
-    pub fn try_get_shared(&self, out: &mut [*mut c_void]) -> bool {
-        self.shared_get(self.hdr.direct, out)
-    }
-
-    /// [`try_get_shared`](PoolCore::try_get_shared), `direct` being the
-    /// pool's flag as the caller read it before any atomic.
+    /// The get of [`try_get_direct`](PoolCore::try_get_direct) for a
+    /// caller without a cache slot (a non-EAL thread, an lcore id past
+    /// `max_lcores`) on a pool with the handler cache: what `get` does for
+    /// it (the ring and the shared hold counter), without the checked
+    /// entry. `false`, having changed nothing, in validation mode and
+    /// wherever `get` must decide. `direct` is the pool's flag as the
+    /// caller read it before any atomic.
     #[inline(always)]
     fn shared_get(&self, direct: bool, out: &mut [*mut c_void]) -> bool {
         if self.hdr.checked || !self.shutdown.state().serves_gets() {

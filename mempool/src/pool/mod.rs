@@ -17,8 +17,9 @@
 //! any other id (`LCORE_ID_ANY = u32::MAX` on non-EAL threads, or an id
 //! beyond the array) has no slot: it bypasses the caches and uses the
 //! ring directly, with shared atomic counters (the "shared" paths:
-//! `get_shared`, `try_get_shared`, ...). No array is ever indexed with an id that was not
-//! checked against `max_lcores`.
+//! `get_shared`, `put_shared`, ...; on a pool with the handler cache off
+//! its path is an lcore's, which needs no slot there). No array is ever
+//! indexed with an id that was not checked against `max_lcores`.
 //!
 //! # Guarantees
 //! * Get and put are all-or-nothing toward the caller: a failed get hands

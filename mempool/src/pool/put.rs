@@ -6,9 +6,8 @@
 //! |---|---|---|
 //! | handler cache on, an lcore with a slot, up to 8 objects | [`PoolCore::try_put_cached`] | push onto the lcore's own cache if they fit under its limit |
 //! | handler cache on, any bulk | [`PoolCore::try_put_cached_bulk`] | the same, in blocks of 8 up to 64 objects, `memcpy` above |
-//! | handler cache off, an lcore with a slot | [`PoolCore::try_put_direct`] | the ring, whose totals are a direct pool's counts: no other write |
-//! | no slot, one object | [`PoolCore::try_put_direct`] | the ring, the same (on a pool with the handler cache: the shared release counter) |
-//! | no slot, a bulk | [`PoolCore::try_put_shared`] | the same, for bulks |
+//! | handler cache off, any caller (an lcore, a non-EAL thread) | [`PoolCore::try_put_direct`] | the ring, whose totals are a direct pool's counts: no other write; no lcore id read ([`PoolCore::direct_gate`]) |
+//! | handler cache on, a caller without a slot, one object | [`PoolCore::try_put_direct`] | the ring and the shared release counter (a bulk: `put`) |
 //! | whatever a fast path refused | [`PoolCore::put`] | validation mode: `put_validated` (each object checked, in batches); a cache: `try_put`, else `put_slow` (flush the top of the stack, or the ring for an oversized bulk or a closed cache); no cache: `put_ring` |
 //!
 //! Each path counts the release last: once the count is visible a
@@ -78,10 +77,11 @@ impl PoolCore {
     /// nothing, where
     /// [`put`](PoolCore::put) must decide (and report): a released pool, a
     /// null object, a ring without room (more objects back than went out),
-    /// validation mode, a bulk from a caller without a cache slot (one
-    /// object from such a caller is served, as `put` serves it).
+    /// validation mode, on a pool with the handler cache a bulk from a
+    /// caller without a cache slot (one object from such a caller is
+    /// served, as `put` serves it).
     ///
-    /// Meant for direct pools, as
+    /// Meant for direct pools, where every caller is served alike, as
     /// [`try_get_direct`](PoolCore::try_get_direct).
     ///
     /// # Safety
@@ -102,7 +102,7 @@ impl PoolCore {
     ///
     /// # Safety
     /// As for [`put`](PoolCore::put); `slot` is the calling lcore's own,
-    /// from this pool.
+    /// from this pool (on a direct pool: its gate's, every caller's).
     #[inline(always)]
     pub unsafe fn try_put_direct_at(&self, slot: DirectSlot<'_>, objs: &[*mut c_void]) -> bool {
         // SAFETY: forwarded.
@@ -121,7 +121,6 @@ impl PoolCore {
         slot: DirectSlot<'_>,
         objs: &[*mut c_void],
     ) -> bool {
-        let c = slot.cache();
         let ring = self.ring();
         let ok = if objs.len() == 1 {
             ring.enqueue_one(objs[0]).is_ok()
@@ -136,20 +135,14 @@ impl PoolCore {
         // direct pool's count is the ring's `seq`, which the enqueue moved
         // before its fills: its release waits for the producers (`poll`).
         if !direct {
-            c.count_release(objs.len());
+            slot.cache().count_release(objs.len());
         }
         true
     }
 
-    /// [`try_put_direct`](PoolCore::try_put_direct) for a caller without a
-    /// cache slot, as [`try_get_shared`](PoolCore::try_get_shared).
-    #[inline(always)]
-    pub fn try_put_shared(&self, objs: &[*mut c_void]) -> bool {
-        self.shared_put(self.hdr.direct, objs)
-    }
-
-    /// [`try_put_shared`](PoolCore::try_put_shared), `direct` being the
-    /// pool's flag as the caller read it before any atomic.
+    /// The put of [`try_put_direct`](PoolCore::try_put_direct) for a
+    /// caller without a cache slot on a pool with the handler cache, as
+    /// `shared_get`: the ring and the shared release counter.
     #[inline(always)]
     fn shared_put(&self, direct: bool, objs: &[*mut c_void]) -> bool {
         if self.hdr.checked || !self.shutdown.state().takes_puts() {

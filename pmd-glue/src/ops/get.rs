@@ -22,38 +22,41 @@ pub(super) unsafe fn dequeue(
 ) -> c_int {
     // SAFETY: DPDK passes its own mempool.
     if let Some(z) = unsafe { zone::attach_fast(mp) } {
-        let lcore = sys::lcore_id();
         // SAFETY: forwarded DPDK arguments, room for `n` object
         // pointers at `objs`; the lcore id as in `enqueue`.
         unsafe {
             match (z.direct, n) {
-                (true, 1) => return dequeue_one_direct(mp, objs, z.core, lcore),
-                // The slot looked up here, before any stack frame: a caller
-                // without one goes straight to its own path.
+                (true, 1) => return dequeue_one_direct(mp, objs, z.core),
+                // The gate tested here, before any stack frame: a closed
+                // pool goes straight to the checked entry.
                 (true, _) => {
-                    return match z.core.direct_slot_of(lcore, false) {
+                    // The zone word said direct.
+                    z.core.assume_direct();
+                    return match z.core.direct_gate(false) {
                         Some(slot) if (2..=SMALL_BULK_MAX).contains(&(n as usize)) => {
                             dequeue_direct::<true>(mp, objs, n, z.core, slot)
                         }
                         Some(slot) => dequeue_direct::<false>(mp, objs, n, z.core, slot),
-                        None => dequeue_shared(mp, objs, n, z.core),
-                    }
+                        None => dequeue_slow(mp, objs, n),
+                    };
                 }
                 (false, 1) => {
                     // The zone word said cache on.
                     z.core.assume_cached();
                     if z.core
-                        .try_get_cached(lcore, core::slice::from_raw_parts_mut(objs, 1))
+                        .try_get_cached(sys::lcore_id(), core::slice::from_raw_parts_mut(objs, 1))
                     {
                         z.header.note_cache_hit();
                         return 0;
                     }
                 }
                 (false, _) if n as usize <= CACHE_INLINE_MAX => {
-                    return dequeue_cached_bulk::<true>(mp, objs, n, z.header, z.core, lcore)
+                    let lcore = sys::lcore_id();
+                    return dequeue_cached_bulk::<true>(mp, objs, n, z.header, z.core, lcore);
                 }
                 (false, _) => {
-                    return dequeue_cached_bulk::<false>(mp, objs, n, z.header, z.core, lcore)
+                    let lcore = sys::lcore_id();
+                    return dequeue_cached_bulk::<false>(mp, objs, n, z.header, z.core, lcore);
                 }
             }
         }
@@ -151,8 +154,8 @@ unsafe fn dequeue_direct<const SMALL: bool>(
     unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize)) == SMALL) };
     // SAFETY: `dequeue` calls this only for a pool whose zone word said direct.
     unsafe { core.assume_direct() };
-    // SAFETY: DPDK passes room for `n` object pointers; the slot is the
-    // caller's own lcore's (`dequeue` looked it up with its lcore id).
+    // SAFETY: DPDK passes room for `n` object pointers; a direct pool's
+    // slot is every caller's (`dequeue` tested its gate).
     let out = unsafe { core::slice::from_raw_parts_mut(objs, n as usize) };
     // SAFETY: as above.
     if unsafe { core.try_get_direct_at(slot, out) } {
@@ -166,45 +169,27 @@ unsafe fn dequeue_direct<const SMALL: bool>(
 }
 
 /// `dequeue` of one object with the handler cache off, from any caller
-/// (with a slot or without: a direct pool counts by its ring's totals
-/// either way): the bulk length a constant, so the ring's single-slot path
-/// alone is compiled in.
+/// (an EAL lcore or a thread without an lcore id: a direct pool counts by
+/// its ring's totals, and its gate reads no lcore id): the bulk length a
+/// constant, so the ring's single-slot path alone is compiled in.
 #[inline(never)]
 unsafe fn dequeue_one_direct(
     mp: *mut sys::rte_mempool,
     objs: *mut *mut c_void,
     core: &PoolCore,
-    lcore: u32,
 ) -> c_int {
     // SAFETY: `dequeue` calls this only for a pool whose zone word said direct.
     unsafe { core.assume_direct() };
-    // SAFETY: DPDK passes room for one object pointer; the lcore id as in
-    // `put::enqueue`.
-    if unsafe { core.try_get_direct(lcore, core::slice::from_raw_parts_mut(objs, 1)) } {
-        // No `clear_trailing_failures`, as in `dequeue_direct`.
-        return 0;
+    if let Some(slot) = core.direct_gate(false) {
+        // SAFETY: DPDK passes room for one object pointer; a direct pool's
+        // slot is every caller's.
+        if unsafe { core.try_get_direct_at(slot, core::slice::from_raw_parts_mut(objs, 1)) } {
+            // No `clear_trailing_failures`, as in `dequeue_direct`.
+            return 0;
+        }
     }
     // SAFETY: forwarded DPDK arguments.
     unsafe { dequeue_slow(mp, objs, 1) }
-}
-
-/// `dequeue` of a bulk with the handler cache off, for a caller without a
-/// slot (see `put::enqueue_shared`).
-#[inline(never)]
-unsafe fn dequeue_shared(
-    mp: *mut sys::rte_mempool,
-    objs: *mut *mut c_void,
-    n: c_uint,
-    core: &PoolCore,
-) -> c_int {
-    // SAFETY: `dequeue` calls this only for a pool whose zone word said direct.
-    unsafe { core.assume_direct() };
-    // SAFETY: DPDK passes room for `n` object pointers.
-    if core.try_get_shared(unsafe { core::slice::from_raw_parts_mut(objs, n as usize) }) {
-        return 0;
-    }
-    // SAFETY: forwarded DPDK arguments.
-    unsafe { dequeue_slow(mp, objs, n) }
 }
 
 /// Every dequeue the fast paths did not serve: with the handler cache on,

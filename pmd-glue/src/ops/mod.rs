@@ -11,17 +11,16 @@
 //! |---|---|---|
 //! | handler cache on, one object, lcore with a slot | inlined into the callback, no call, no stack frame | `try_put_cached` / `try_get_cached` |
 //! | handler cache on, a bulk | tail call: up to 64 objects a function with inline copies and no stack frame, above 64 one with `memcpy` | `try_put_cached_bulk` / `try_get_cached_bulk` |
-//! | handler cache off (the default), lcore with a slot | tail call, one leaf function for single objects, one for bulks (the callback looks the slot up and passes it) | `try_put_direct` / `try_get_direct`; bulks `direct_slot_of`, then `try_put_direct_at` / `try_get_direct_at` |
-//! | handler cache off, a bulk from a caller without a slot (a non-EAL thread) | tail call from the callback (no slot found there), own function | `try_put_shared` / `try_get_shared` |
+//! | handler cache off (the default), any caller (an EAL lcore or a non-EAL thread) | tail call, one leaf function for single objects, one for bulks (the callback tests the gate and passes its slot); no lcore id read | `direct_gate`, then `try_put_direct_at` / `try_get_direct_at` |
 //! | handler cache off, newest-first gets (`ZONE_MAGIC_NEWEST`: the fast rows' zone check fails), lcore with a slot | tail call from the callback after a second compare of the zone word, own function (single objects a copy of their own, the get with `take_back_one`) | `try_put_newest` / `try_get_newest` |
 //! | everything else: a miss (cache full or empty, ring empty), a closing pool, validation mode, a pool that is not ours | checked entry: `zone::attach`, then the core decides and reports | `PoolCore::put` / `PoolCore::get` |
 //!
-//! Single objects from a caller without a slot take the direct row. A pool
-//! without the handler cache counts by its ring's totals, so no cache-off
-//! row writes anything but the ring (the functions tell the core so with
-//! `PoolCore::assume_direct`). Why the rows are split as they are (stack
-//! frames, inlining, the ring at a constant offset) is measured in
-//! `bench/NOTES.md`.
+//! A pool without the handler cache counts by its ring's totals, so its
+//! rows need no lcore's slot (every caller passes the same gate, a
+//! non-EAL thread too) and write nothing but the ring (the functions tell
+//! the core so with `PoolCore::assume_direct`). Why the rows are split as
+//! they are (stack frames, inlining, the ring at a constant offset) is
+//! measured in `bench/NOTES.md`.
 
 use core::ffi::{c_int, c_uint, c_void};
 

@@ -36,24 +36,25 @@ pub(super) unsafe fn enqueue(
 ) -> c_int {
     // SAFETY: DPDK passes its own mempool.
     if let Some(z) = unsafe { zone::attach_fast(mp) } {
-        // The caller's own lcore id: DPDK's one thread per lcore rule
-        // makes it the owner of that lcore's cache and counters.
-        let lcore = sys::lcore_id();
         // SAFETY: forwarded DPDK arguments, `n` valid object pointers
-        // at `objs`; the lcore id is the caller's own.
+        // at `objs`. The handler cache's paths take the caller's own lcore
+        // id: DPDK's one thread per lcore rule makes it the owner of that
+        // lcore's cache and counters. The direct paths read none.
         unsafe {
             match (z.direct, n) {
-                (true, 1) => return enqueue_one_direct(mp, objs, z.core, lcore),
-                // The slot looked up here, before any stack frame: a caller
-                // without one goes straight to its own path.
+                (true, 1) => return enqueue_one_direct(mp, objs, z.core),
+                // The gate tested here, before any stack frame: a closed
+                // pool goes straight to the checked entry.
                 (true, _) => {
-                    return match z.core.direct_slot_of(lcore, true) {
+                    // The zone word said direct.
+                    z.core.assume_direct();
+                    return match z.core.direct_gate(true) {
                         Some(slot) if (2..=SMALL_BULK_MAX).contains(&(n as usize)) => {
                             enqueue_direct::<true>(mp, objs, n, z.core, slot)
                         }
                         Some(slot) => enqueue_direct::<false>(mp, objs, n, z.core, slot),
-                        None => enqueue_shared(mp, objs, n, z.core),
-                    }
+                        None => enqueue_slow(mp, objs, n),
+                    };
                 }
                 // One object: the length a constant, so the copy is
                 // one move and the length update one add.
@@ -62,16 +63,18 @@ pub(super) unsafe fn enqueue(
                     z.core.assume_cached();
                     z.header.note_cache_hit();
                     if z.core
-                        .try_put_cached(lcore, core::slice::from_raw_parts(objs, 1))
+                        .try_put_cached(sys::lcore_id(), core::slice::from_raw_parts(objs, 1))
                     {
                         return 0;
                     }
                 }
                 (false, _) if n as usize <= CACHE_INLINE_MAX => {
-                    return enqueue_cached_bulk::<true>(mp, objs, n, z.header, z.core, lcore)
+                    let lcore = sys::lcore_id();
+                    return enqueue_cached_bulk::<true>(mp, objs, n, z.header, z.core, lcore);
                 }
                 (false, _) => {
-                    return enqueue_cached_bulk::<false>(mp, objs, n, z.header, z.core, lcore)
+                    let lcore = sys::lcore_id();
+                    return enqueue_cached_bulk::<false>(mp, objs, n, z.header, z.core, lcore);
                 }
             }
         }
@@ -169,8 +172,8 @@ unsafe fn enqueue_direct<const SMALL: bool>(
     unsafe { core::hint::assert_unchecked((2..=SMALL_BULK_MAX).contains(&(n as usize)) == SMALL) };
     // SAFETY: `enqueue` calls this only for a pool whose zone word said direct.
     unsafe { core.assume_direct() };
-    // SAFETY: DPDK passes `n` valid object pointers; the slot is the
-    // caller's own lcore's (`enqueue` looked it up with its lcore id).
+    // SAFETY: DPDK passes `n` valid object pointers; a direct pool's slot
+    // is every caller's (`enqueue` tested its gate).
     let objs_slice = unsafe { core::slice::from_raw_parts(objs, n as usize) };
     // SAFETY: as above.
     if unsafe { core.try_put_direct_at(slot, objs_slice) } {
@@ -181,45 +184,26 @@ unsafe fn enqueue_direct<const SMALL: bool>(
 }
 
 /// `enqueue` of one object with the handler cache off, from any caller
-/// (with a slot or without: a direct pool counts by its ring's totals
-/// either way): the bulk length a constant, so the ring's single-slot path
-/// alone is compiled in.
+/// (an EAL lcore or a thread without an lcore id, as
+/// `get::dequeue_one_direct`): the bulk length a constant, so the ring's
+/// single-slot path alone is compiled in.
 #[inline(never)]
 unsafe fn enqueue_one_direct(
     mp: *mut sys::rte_mempool,
     objs: *const *mut c_void,
     core: &PoolCore,
-    lcore: u32,
 ) -> c_int {
     // SAFETY: `enqueue` calls this only for a pool whose zone word said direct.
     unsafe { core.assume_direct() };
-    // SAFETY: DPDK passes one valid object pointer; the lcore id is the
-    // caller's own (as in `enqueue`).
-    if unsafe { core.try_put_direct(lcore, core::slice::from_raw_parts(objs, 1)) } {
-        return 0;
+    if let Some(slot) = core.direct_gate(true) {
+        // SAFETY: DPDK passes one valid object pointer; a direct pool's
+        // slot is every caller's.
+        if unsafe { core.try_put_direct_at(slot, core::slice::from_raw_parts(objs, 1)) } {
+            return 0;
+        }
     }
     // SAFETY: forwarded DPDK arguments.
     unsafe { enqueue_slow(mp, objs, 1) }
-}
-
-/// `enqueue` of a bulk with the handler cache off, for a caller without a
-/// slot (a non-EAL thread): the ring, in a function of its own so that the
-/// lcore path keeps its registers.
-#[inline(never)]
-unsafe fn enqueue_shared(
-    mp: *mut sys::rte_mempool,
-    objs: *const *mut c_void,
-    n: c_uint,
-    core: &PoolCore,
-) -> c_int {
-    // SAFETY: `enqueue` calls this only for a pool whose zone word said direct.
-    unsafe { core.assume_direct() };
-    // SAFETY: DPDK passes `n` valid object pointers.
-    if core.try_put_shared(unsafe { core::slice::from_raw_parts(objs, n as usize) }) {
-        return 0;
-    }
-    // SAFETY: forwarded DPDK arguments.
-    unsafe { enqueue_slow(mp, objs, n) }
 }
 
 /// Every enqueue the fast paths did not take: with the handler cache on,
