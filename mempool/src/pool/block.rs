@@ -413,6 +413,12 @@ impl PoolCore {
             .shutdown
             .direct_bound(if put { PUT_BOUND } else { GET_BOUND })
             != 0;
+        // SAFETY: tested above, and the header never changes once `init`
+        // wrote it; said again because the compiler cannot carry the test
+        // past the atomic load, and the caller's path reads the flag again
+        // to choose how to count (measured: a load and a test more per
+        // single-object call).
+        unsafe { core::hint::assert_unchecked(self.hdr.direct) };
         // A null pointer to a cache of no slots (`LcoreCache` ends in a slice).
         let nowhere =
             core::ptr::slice_from_raw_parts(core::ptr::null::<u8>(), 0) as *const LcoreCache;
