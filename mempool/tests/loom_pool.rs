@@ -368,9 +368,10 @@ fn two_pollers_on_a_freeing_pool() {
 /// way.
 #[test]
 fn a_shared_put_counted_under_the_lock_is_unlocked_before_the_free() {
-    shared_put_races_the_free(
+    put_races_the_free(
         "a_shared_put_counted_under_the_lock_is_unlocked_before_the_free",
         1,
+        false,
     );
 }
 
@@ -378,7 +379,7 @@ fn a_shared_put_counted_under_the_lock_is_unlocked_before_the_free() {
 /// a direct pool (no handler cache).
 #[test]
 fn a_direct_pools_put_is_unlocked_before_the_free() {
-    shared_put_races_the_free("a_direct_pools_put_is_unlocked_before_the_free", 0);
+    put_races_the_free("a_direct_pools_put_is_unlocked_before_the_free", 0, false);
 }
 
 /// [`a_direct_pools_put_is_unlocked_before_the_free`] through the direct
@@ -394,10 +395,6 @@ fn a_direct_pools_fast_path_put_is_unlocked_before_the_free() {
         0,
         true,
     );
-}
-
-fn shared_put_races_the_free(name: &str, cache: usize) {
-    put_races_the_free(name, cache, false);
 }
 
 /// The put of one object back into a draining pool that frees itself,

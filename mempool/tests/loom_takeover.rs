@@ -294,13 +294,12 @@ fn consumer_dies_clearing_a_big_bulk() {
 /// A newest-first dequeue of `n` (1: `take_back_one`, 2: the bulk path)
 /// from a ring holding 1, 2, 3 dies after clearing the last `clears` of
 /// its slots (holding both sides, `seq` not yet moved back), while a
-/// live producer puts 4; the main thread then
-/// drains and finishes the put. The objects whose slots it cleared are lost
-/// with it; the rest of what it copied out is still in the ring and
-/// delivered, with every other object, exactly once; both sides are taken
-/// over and the ring is whole. (A live consumer as a fourth thread, as in
-/// `consumer_dies_at`, takes the model past loom's branch limit: its spins
-/// on two dead locks.)
+/// live producer puts 4; the main thread then drains and finishes the put.
+/// The objects whose slots it cleared are lost with it; the rest of what
+/// it copied out is still in the ring and delivered, with every other
+/// object, exactly once; both sides are taken over and the ring is whole.
+/// (A live consumer as a fourth thread, as in `consumer_dies_at`, takes
+/// the model past loom's branch limit: its spins on two dead locks.)
 fn take_back_dies_after(n: usize, clears: usize) {
     model(move || {
         DEAD.store(0, Ordering::Relaxed);
